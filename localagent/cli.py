@@ -1,0 +1,65 @@
+"""The ``localagent`` command. Every failure the user can cause ends as one line and an exit code:
+0 done, 1 error, 2 bad input or configuration, 3 turn or time limit (``localagent run``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from localagent.errors import LocalAgentError
+from server.errors import ProfileError, ServerError
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="localagent",
+        description="A local coding agent on your own GPU, with a llama-server it manages itself.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    from localagent import server_commands
+
+    server_commands.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        sys.exit(0)
+    sys.exit(run_handler(handler, args))
+
+
+def run_handler(handler: Handler, args: argparse.Namespace) -> int:
+    try:
+        return handler(args)
+    except LocalAgentError as exc:
+        return _fail(exc, exc.exit_code)
+    except ProfileError as exc:
+        return _fail(exc, 2)
+    except ServerError as exc:
+        return _fail(exc, 1)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _fail(exc: Exception, code: int) -> int:
+    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Typed configuration: the user file, then the project's ``.localagent.toml``, then
+``LOCALAGENT_*`` environment variables; later sources override earlier ones."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from localagent.errors import ConfigError
+from server.profiles import deep_merge
+
+PROJECT_FILE = ".localagent.toml"
+ENV_PREFIX = "LOCALAGENT_"
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    binary: Path | None = None
+    profile: str = "tiny"
+    host: str | None = None
+    port: int = Field(default=8910, ge=1, le=65535)
+    api_key: str | None = None
+    startup_timeout: float = Field(default=300.0, gt=0)
+    base_url: str | None = None  # use this OpenAI-compatible endpoint instead of a managed server
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", nested_model_default_partial_update=True
+    )
+
+    server: ServerSettings = ServerSettings()
+    profiles: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Files arrive merged through init; the environment wins over them.
+        return env_settings, init_settings
+
+
+def load_settings(user_file: Path, workspace: Path | None = None) -> Settings:
+    files = [user_file]
+    if workspace is not None:
+        files.append(project_file(workspace))
+    layers = [(path, _read_toml(path)) for path in files]
+    merged: dict[str, Any] = {}
+    for _path, data in layers:
+        merged = deep_merge(merged, data)
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, layers)) from None
+
+
+def project_file(workspace: Path) -> Path:
+    return workspace / PROJECT_FILE
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}; fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
+
+
+def _describe(exc: ValidationError, layers: list[tuple[Path, dict[str, Any]]]) -> str:
+    """One line naming where the bad value came from, the key, and what is wrong."""
+    error = exc.errors()[0]
+    loc = [str(part) for part in error["loc"]]
+    key = ".".join(loc)
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key; check its spelling"
+    origin = "configuration"
+    env_name = ENV_PREFIX + "__".join(part.upper() for part in loc)
+    if env_name in os.environ:
+        origin = f"environment variable {env_name}"
+    else:
+        for path, data in reversed(layers):
+            if _has_path(data, loc):
+                origin = str(path)
+                break
+    return f"{origin}: {key}: {message}"
+
+
+def _has_path(data: dict[str, Any], loc: list[str]) -> bool:
+    node: Any = data
+    for part in loc:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True

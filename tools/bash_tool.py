@@ -1,0 +1,197 @@
+"""The `bash` tool: run a shell command in the workspace with a timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tools.base import Tool, ToolContext, ToolError, ToolResult
+from tools.output_capture import OutputCapture
+from tools.output_truncation import MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, cut_middle
+from tools.process_group import TERMINATE_GRACE_SECONDS, signal_group, terminate_group
+from tools.safe_env import filtered_environment
+
+# After the shell exits, background jobs may still hold the output pipe open; wait this
+# long for them before returning what has arrived.
+OUTPUT_DRAIN_SECONDS = 1.0
+
+
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    """Feeds output into the capture and signals exit and end of output separately."""
+
+    def __init__(self, capture: OutputCapture) -> None:
+        self.capture = capture
+        self.exited = asyncio.Event()
+        self.output_closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.capture.add(data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.output_closed.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+
+class BashTool(Tool):
+    name = "bash"
+    description = (
+        "Run a shell command with `bash -c` in the workspace directory and return its exit code "
+        "and combined stdout+stderr. Stdin is empty, so interactive prompts fail: pass flags "
+        "such as -y or --no-pager instead. Each call starts a fresh shell (cd and exports do not "
+        "carry over). Long output is shortened to its head and tail and the full text is saved "
+        "to a file whose path is given. The command and all its child processes are killed "
+        f"after `timeout` seconds (default 120, max 600). To leave a server running, redirect "
+        "its output: `cmd > server.log 2>&1 &`. Prefer the view, grep and glob tools for "
+        "reading and searching files."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The shell command line to run.",
+            },
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 600,
+                "description": "Seconds before the command is killed (default 120, max 600).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    reads_only = False
+
+    def describe_call(self, args: dict[str, Any], workspace: Path | None = None) -> str:
+        return str(args.get("command", "")) if isinstance(args, dict) else ""
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        command: str = args["command"]
+        timeout = min(float(args.get("timeout", ctx.bash_default_timeout)), ctx.bash_max_timeout)
+        capture = OutputCapture(ctx.scratch_dir, "bash")
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _CommandProtocol(capture),
+                "bash",
+                "-c",
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=ctx.workspace,
+                env=filtered_environment(ctx.env_allow),
+                # Own session = own process group, so a timeout can kill every descendant.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            capture.close(keep_spool=False)
+            raise ToolError(f"could not start bash: {exc}") from exc
+
+        group_id = transport.get_pid()
+        timed_out = False
+        output_left_open = False
+        try:
+            try:
+                await asyncio.wait_for(protocol.exited.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+                await terminate_group(group_id, protocol.exited)
+                await _wait_quietly(protocol.exited, TERMINATE_GRACE_SECONDS)
+            if not await _wait_quietly(protocol.output_closed, OUTPUT_DRAIN_SECONDS):
+                output_left_open = True
+        except asyncio.CancelledError:
+            signal_group(group_id, signal.SIGKILL)
+            capture.close(keep_spool=False)
+            raise
+        finally:
+            # Closing our end of the pipe also stops background jobs still writing to it.
+            transport.close()
+
+        exit_code = transport.get_returncode()
+        return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open)
+
+
+async def _wait_quietly(event: asyncio.Event, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(event.wait(), seconds)
+        return True
+    except TimeoutError:
+        return False
+
+
+def _build_result(
+    command: str,
+    capture: OutputCapture,
+    exit_code: int | None,
+    timed_out: bool,
+    timeout: float,
+    output_left_open: bool,
+) -> ToolResult:
+    kept = bytes(capture.head) + bytes(capture.tail)
+    text = kept.decode("utf-8", errors="replace")
+    shortened = cut_middle(text, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES)
+    if shortened is None:
+        capture.close(keep_spool=False)
+        body, full_output_path = text, None
+    else:
+        full_output_path = capture.close(keep_spool=True)
+        # Output dropped from memory between head and tail was never part of `text`.
+        cut_lines = shortened.cut_lines + capture.total_newlines - kept.count(b"\n")
+        cut_chars = shortened.cut_chars + capture.dropped_bytes
+        head = shortened.head if shortened.head.endswith("\n") else shortened.head + "\n"
+        body = head + _cut_marker(cut_lines, cut_chars, full_output_path, capture) + shortened.tail
+
+    status_lines: list[str] = []
+    if timed_out:
+        status_lines.append(f"[command timed out after {timeout:g} s; it and its child processes were killed]")
+    elif exit_code is not None and exit_code < 0:
+        status_lines.append(f"[exit code: {exit_code} (killed by {_signal_name(-exit_code)})]")
+    else:
+        status_lines.append(f"[exit code: {exit_code}]")
+    if output_left_open:
+        status_lines.append(
+            "[background processes still hold the output open; their later output is discarded. "
+            "Redirect background output to a file.]"
+        )
+    if not body:
+        body = "(no output)\n"
+    elif not body.endswith("\n"):
+        body += "\n"
+    output = body + "\n".join(status_lines)
+    return ToolResult(
+        output=output,
+        is_error=timed_out or exit_code != 0,
+        metadata={
+            "command": command,
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "full_output_path": str(full_output_path) if full_output_path else None,
+            "output_bytes": capture.total_bytes,
+        },
+    )
+
+
+def _cut_marker(cut_lines: int, cut_chars: int, saved_to: Path | None, capture: OutputCapture) -> str:
+    if saved_to is None:
+        where = "the full output could not be saved"
+    else:
+        where = f"full output saved to {saved_to} (read it with bash: grep, sed -n, tail)"
+        if capture.spool_overflowed:
+            where += "; the file holds only the start of a very large output"
+    return f"[... {cut_lines} lines ({cut_chars} chars) cut from the middle; {where} ...]\n"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

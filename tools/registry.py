@@ -1,0 +1,46 @@
+"""The set of built-in tools and their OpenAI function-calling declarations."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from tools.base import Tool
+from tools.bash_tool import BashTool
+from tools.create_tool import CreateTool
+from tools.edit_tool import EditTool
+from tools.glob_tool import GlobTool
+from tools.grep_tool import GrepTool
+from tools.insert_tool import InsertTool
+from tools.view_tool import ViewTool
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances in a fixed order; the order is part of the prompt the server caches."""
+    return [BashTool(), ViewTool(), CreateTool(), EditTool(), InsertTool(), GrepTool(), GlobTool()]
+
+
+def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    return {tool.name: tool for tool in tools}
+
+
+def openai_tool_specs(tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
+    """The `tools=[...]` list for chat completions, identical byte for byte on every call.
+
+    Order follows `tools` and every dict is rebuilt with fixed key order, because the
+    server's prompt cache only hits when the serialised tool block does not change.
+    """
+    chosen = builtin_tools() if tools is None else tools
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                # A copy, so callers that tweak the spec cannot alter the tool's own schema.
+                "parameters": copy.deepcopy(tool.parameters),
+            },
+        }
+        for tool in chosen
+    ]
