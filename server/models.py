@@ -41,7 +41,7 @@ def resolve_model(source: ModelSource, dirs: ModelDirs, *, fetch: bool = True) -
     if source.package is not None:
         return tiny_model_path(dirs.cache, assemble=fetch)
     if source.generated is not None:
-        return _generated_model(source.generated, dirs, fetch=fetch)
+        return _generated_model(source.generated, dirs)
     raise ModelError("model source is empty")  # unreachable: ModelSource validates this
 
 
@@ -84,16 +84,14 @@ def _hf_model(repo: str, filename: str, models_dir: Path, *, fetch: bool) -> Pat
     return Path(path)
 
 
-def _generated_model(kind: str, dirs: ModelDirs, *, fetch: bool) -> Path:
+def _generated_model(kind: str, dirs: ModelDirs) -> Path:
+    """Generated files are made on demand: they take a fraction of a second, so even a dry run
+    (``fetch=False``) makes them rather than printing paths that do not exist."""
     from server import tiny_models
 
-    generated_dir = dirs.cache / "generated"
     spec = tiny_models.TinyDFlashSpec(weights="random" if kind.endswith("-random") else "echo")
-    if not fetch:
-        paths = tiny_models.expected_paths(generated_dir, spec)
-    else:
-        gemma = tiny_model_path(dirs.cache)
-        paths = tiny_models.ensure_tiny_dflash_pair(generated_dir, gemma, spec)
+    gemma = tiny_model_path(dirs.cache)
+    paths = tiny_models.ensure_tiny_dflash_pair(dirs.cache / "generated", gemma, spec)
     return paths.target if kind == "tiny-dflash-target" else paths.draft
 
 

@@ -75,7 +75,8 @@ class EditTool(Tool):
         document.write(new_text)
 
         first_line = line_number_at(new_text, first_at)
-        last_line = first_line + new_string.count("\n")
+        # A trailing newline ends the last replaced line; it does not reach into the next one.
+        last_line = first_line + new_string.rstrip("\n").count("\n")
         shown_region = snippet(split_lines(new_text), first_line, last_line)
         occurrences = f"{count} occurrences" if count > 1 else "1 occurrence"
         summary = f"Edited {shown}: replaced {occurrences}. Around line {first_line} now:\n{shown_region}"

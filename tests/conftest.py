@@ -1,0 +1,99 @@
+"""Shared fixtures. Tests that need the real llama-server use the cached build; `.ci/run` builds it
+first with `localagent server build`, so a missing binary is a failure, never a skip."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from localagent.paths import app_paths
+from server.binary import BINARY_ENV, newest_cached_build
+
+
+def _shared_cache() -> Path:
+    # The real cache (or the one CI points at): built binaries and assembled models are shared.
+    return app_paths().cache
+
+
+@pytest.fixture(scope="session")
+def shared_cache() -> Path:
+    return _shared_cache()
+
+
+@pytest.fixture(scope="session")
+def llama_server_binary(shared_cache: Path) -> Path:
+    from_env = os.environ.get(BINARY_ENV)
+    if from_env:
+        return Path(from_env)
+    found = newest_cached_build(shared_cache / "llama-server")
+    if found is None:
+        pytest.fail("no llama-server build in the cache; run `localagent server build` first (.ci/run does)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(shared_cache: Path) -> Path:
+    from server.models import tiny_model_path
+
+    return tiny_model_path(shared_cache)
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class LocalAgentEnv:
+    """An isolated localagent home that shares the binary and model cache."""
+
+    home: Path
+    env: dict[str, str]
+    workspace: Path
+
+    def run(self, *args: str, timeout: float = 180.0, cwd: Path | None = None, input: str | None = None) -> CliResult:
+        proc = subprocess.run(
+            [sys.executable, "-m", "localagent.cli", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=cwd or self.workspace,
+            timeout=timeout,
+            input=input,
+        )
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def write_config(self, text: str) -> Path:
+        path = self.home / "config" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def status(self) -> list[dict]:
+        result = self.run("server", "status", "--json")
+        assert result.code == 0, result.stderr
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def la_env(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> LocalAgentEnv:
+    home = tmp_path / "home"
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    env = dict(os.environ)
+    env["LOCALAGENT_HOME"] = str(home)
+    env["LOCALAGENT_CACHE_DIR"] = str(shared_cache)
+    for key, value in (("LOCALAGENT_HOME", str(home)), ("LOCALAGENT_CACHE_DIR", str(shared_cache))):
+        monkeypatch.setenv(key, value)
+    environment = LocalAgentEnv(home=home, env=env, workspace=workspace)
+    yield environment
+    # Never leave a server behind, whatever the test did.
+    environment.run("server", "stop", timeout=60)
