@@ -14,7 +14,7 @@ from rich.table import Table
 
 from localagent.cli import err, out
 from localagent.context import AppContext
-from localagent.errors import UsageError
+from localagent.errors import LocalAgentError, UsageError
 from server.build import BuildRequest, build_llama_server
 from server.manager import ServerHandle
 from server.profiles import DEFAULT_PROFILE
@@ -60,6 +60,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=50)
     logs.set_defaults(handler=cmd_logs)
+
+    check = sub.add_parser(
+        "check", help="self-test: start a profile on this binary, check that it drafts, report acceptance"
+    )
+    check.add_argument("profile", nargs="?", default="tiny-dflash", help="default: tiny-dflash (seconds, no download)")
+    check.add_argument("--max-tokens", type=int, default=64)
+    check.set_defaults(handler=cmd_check)
 
     profiles = sub.add_parser("profiles", help="list the known profiles")
     profiles.set_defaults(handler=cmd_profiles)
@@ -170,7 +177,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     ctx = AppContext.load()
     records = ctx.server_manager().registry.live()
     if args.json:
-        out.print_json(json.dumps([r.model_dump(exclude={"api_key", "argv"}) for r in records]))
+        out.print_json(json.dumps([r.public_dict() for r in records]))
         return 0
     if not records:
         out.print("no managed server is running")
@@ -217,6 +224,22 @@ def cmd_logs(args: argparse.Namespace) -> int:
                     time.sleep(0.25)
         except KeyboardInterrupt:
             return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from localagent.server_check import run_check
+
+    ctx = AppContext.load()
+    report = asyncio.run(run_check(ctx.server_manager(), args.profile, max_tokens=args.max_tokens))
+    for line in report.lines():
+        out.print(escape(line), soft_wrap=True)
+    if not report.ok:
+        raise ServerCheckFailed(report.verdict)
+    return 0
+
+
+class ServerCheckFailed(LocalAgentError):
+    exit_code = 1
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:

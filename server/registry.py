@@ -35,6 +35,16 @@ class ServerRecord(BaseModel):
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
 
+    def public_dict(self) -> dict[str, object]:
+        """The record without secrets: the api key is redacted from argv too."""
+        data = self.model_dump(exclude={"api_key"})
+        argv = list(self.argv)
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "--api-key":
+                argv[i + 1] = "***"
+        data["argv"] = argv
+        return data
+
     @property
     def owner_alive(self) -> bool:
         return pid_alive(self.owner_pid)
