@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from rich.console import Console
 from rich.markup import escape
 
+from agent.errors import AgentError
 from localagent.errors import LocalAgentError
 from server.errors import ProfileError, ServerError
 
@@ -26,9 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from localagent import server_commands
+    from localagent import run_command, server_commands
 
     server_commands.register(commands)
+    run_command.register(commands)
+    from localagent.bench import command as bench_command; bench_command.register(commands)  # noqa: E702
     return parser
 
 
@@ -47,6 +50,8 @@ def run_handler(handler: Handler, args: argparse.Namespace) -> int:
         return handler(args)
     except LocalAgentError as exc:
         return _fail(exc, exc.exit_code)
+    except AgentError as exc:
+        return _fail(exc, getattr(exc, "exit_code", 1))
     except ProfileError as exc:
         return _fail(exc, 2)
     except ServerError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -30,12 +30,34 @@ class ServerSettings(BaseModel):
     base_url: str | None = None  # use this OpenAI-compatible endpoint instead of a managed server
 
 
+class PermissionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = []
+    ask: list[str] = []
+    deny: list[str] = []
+
+
+class AgentSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "ask"
+    headless_mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "auto-edit"
+    max_steps: int = Field(default=50, ge=1)
+    compact_threshold: float = Field(default=0.8, gt=0.1, le=1.0)
+    bash_timeout: float = Field(default=120.0, gt=0, le=600)
+    env_allow: list[str] = []
+    instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
+    permissions: PermissionSettings = PermissionSettings()
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", nested_model_default_partial_update=True
     )
 
     server: ServerSettings = ServerSettings()
+    agent: AgentSettings = AgentSettings()
     profiles: dict[str, dict[str, Any]] = {}
 
     @classmethod

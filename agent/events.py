@@ -1,0 +1,135 @@
+"""The one typed event stream the agent emits. The TUI and the headless runner both consume it;
+the session file stores it."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+FinishReason = Literal[
+    "done", "max_turns", "timeout", "cancelled", "error", "format_errors", "loop", "denied"
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str = field(init=False, default="event")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if not key.startswith("_")}
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    turn: int
+    text: str
+    type: str = field(init=False, default="turn_started")
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    text: str
+    type: str = field(init=False, default="text_delta")
+
+
+@dataclass(frozen=True)
+class ReasoningDelta(Event):
+    text: str
+    type: str = field(init=False, default="reasoning_delta")
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    summary: str
+    type: str = field(init=False, default="tool_call_started")
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    call_id: str
+    name: str
+    output: str
+    is_error: bool
+    duration_s: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+    type: str = field(init=False, default="tool_call_finished")
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    """A person must decide. The consumer resolves ``future`` with "once", "always" or "deny"."""
+
+    call_id: str
+    name: str
+    summary: str
+    arguments: dict[str, Any]
+    reason: str
+    diff: str | None = None
+    _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
+    type: str = field(init=False, default="approval_requested")
+
+    @property
+    def future(self) -> asyncio.Future[str]:
+        assert self._future is not None
+        return self._future
+
+
+@dataclass(frozen=True)
+class Metrics(Event):
+    """Live numbers from the server's ``timings`` during one request."""
+
+    predicted_n: int
+    predicted_per_second: float | None
+    prompt_n: int
+    cache_n: int
+    prompt_per_second: float | None
+    draft_n: int | None
+    draft_n_accepted: int | None
+    context_used: int
+    n_ctx: int | None
+    type: str = field(init=False, default="metrics")
+
+
+@dataclass(frozen=True)
+class MessageAppended(Event):
+    """A message added to the conversation history, exactly as sent to the server."""
+
+    message: dict[str, Any]
+    type: str = field(init=False, default="message")
+
+
+@dataclass(frozen=True)
+class HistoryReplaced(Event):
+    """Compaction rewrote the history; resuming starts from these messages."""
+
+    messages: list[dict[str, Any]]
+    type: str = field(init=False, default="history_replaced")
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """Something the user should know that is not an error (compaction, a retry, a restart)."""
+
+    text: str
+    type: str = field(init=False, default="notice")
+
+
+@dataclass(frozen=True)
+class ErrorEvent(Event):
+    message: str
+    type: str = field(init=False, default="error")
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    reason: FinishReason
+    final_text: str
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    message: str = ""
+    type: str = field(init=False, default="turn_finished")

@@ -1,0 +1,2 @@
+"""``localagent bench``: measure profiles (or running servers) on the same prompts and sampling,
+and write the numbers as a terminal table, JSON, a Markdown report and a chart."""

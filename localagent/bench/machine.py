@@ -1,0 +1,62 @@
+"""A few lines about the machine, so a number in a report can be told apart from another machine's."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+from localagent.bench.results import MachineInfo
+
+
+def machine_info() -> MachineInfo:
+    return MachineInfo(
+        platform=platform.platform(),
+        machine=platform.machine(),
+        python=platform.python_version(),
+        cpu_count=os.cpu_count(),
+        cpus_usable=_usable_cpus(),
+        cpu_model=_cpu_model(),
+        memory_gb=_memory_gb(),
+        gpus=_gpus(),
+    )
+
+
+def _usable_cpus() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gb() -> float | None:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gpus() -> list[str]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        done = subprocess.run(
+            [smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []

@@ -1,0 +1,243 @@
+"""The benchmark as people read it: a rich table for the terminal and a Markdown report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from localagent.bench.results import BenchResults, TargetResult
+from localagent.bench.summary import (
+    OVERALL,
+    Cell,
+    Summary,
+    fmt_count,
+    fmt_pct,
+    fmt_ratio,
+    fmt_seconds,
+    fmt_speedup,
+    fmt_tps,
+)
+
+CHART_PNG = "chart.png"
+CHART_SVG = "chart.svg"
+POSITIONS_SHOWN = 8  # acceptance by draft position: the first few say enough
+
+
+def terminal_table(summary: Summary, title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("prompt", overflow="fold")
+    table.add_column("target", overflow="fold")
+    for name in ("tok/s", "client", "speedup", "accept", "gen s", "tokens", "runs"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for prompt in [*summary.prompts, OVERALL]:
+        if prompt == OVERALL:
+            table.add_section()
+        for i, target in enumerate(summary.targets):
+            cell = summary.cell(target, prompt)
+            if cell is None:
+                continue
+            label = prompt if i == 0 else ""
+            style = "bold" if prompt == OVERALL else None
+            table.add_row(label, target, *_cell_columns(cell), style=style)
+    return table
+
+
+def _cell_columns(cell: Cell) -> list[str]:
+    runs = f"{cell.runs_ok}" if not cell.runs_failed else f"{cell.runs_ok} ({cell.runs_failed} failed)"
+    return [
+        fmt_tps(cell.server_tps), fmt_tps(cell.client_tps), fmt_speedup(cell.speedup), fmt_pct(cell.acceptance),
+        fmt_seconds(cell.gen_seconds), fmt_count(cell.completion_tokens), runs,
+    ]
+
+
+def overhead_line(summary: Summary) -> str:
+    if summary.overhead_ratio is None:
+        return "runtime overhead: not measured (no successful streamed request)"
+    verdict = "met" if summary.overhead_ok else "NOT met"
+    return (
+        f"runtime overhead: client tok/s ÷ server tok/s = {fmt_ratio(summary.overhead_ratio)} "
+        f"(median; goal ≥ {summary.overhead_goal:.2f}: {verdict})"
+    )
+
+
+def render_markdown(results: BenchResults, summary: Summary) -> str:
+    lines: list[str] = []
+    add = lines.append
+    settings = results.settings
+    sampling = settings.sampling
+    add(f"# localagent bench: {' vs '.join(summary.targets)}")
+    add("")
+    add(f"Run {results.started_at} on {_machine_short(results)}.")
+    add("")
+    add(f"Command: `{results.command_line}`")
+    add("")
+    add("## Results")
+    add("")
+    add(
+        f"Medians over {settings.runs} run{'s' if settings.runs != 1 else ''} per prompt, at most "
+        f"{settings.max_tokens} tokens per answer, one warm-up request per server first. Sampling: temperature "
+        f"{sampling.temperature}, top-k {sampling.top_k}, top-p {sampling.top_p}, min-p {sampling.min_p}, "
+        f"seed {settings.seed} (run k uses seed {settings.seed}+k−1). "
+        f"**tok/s** is the server's own generation speed (`timings.predicted_per_second`); **client tok/s** is "
+        f"what this client saw arrive over the stream; **speedup** compares server tok/s with "
+        f"**{summary.targets[0] if summary.targets else '-'}** on the same prompt; **accept** is accepted ÷ "
+        "drafted tokens (`-` = nothing drafted); **overall** is the median over every request."
+    )
+    add("")
+    add("| prompt | target | tok/s | client tok/s | speedup | accept | gen s | tokens | runs |")
+    add("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for prompt in [*summary.prompts, OVERALL]:
+        for target in summary.targets:
+            cell = summary.cell(target, prompt)
+            if cell is None:
+                continue
+            name = f"**{prompt}**" if prompt == OVERALL else prompt
+            add(f"| {name} | {_md(target)} | " + " | ".join(_cell_columns(cell)) + " |")
+    add("")
+    add(f"![tok/s by prompt and target, acceptance marked]({CHART_PNG})")
+    add("")
+    add("## Runtime overhead")
+    add("")
+    add(
+        "Client-observed tok/s divided by server tok/s, per request, counted fairly: the tokens generated "
+        "between the arrival of the first content chunk and the arrival of the last, over that window as "
+        "timed here and as timed by the server (every streamed chunk carries the server's cumulative "
+        "`predicted_n` and `predicted_ms`). What is left is the cost of streaming, parsing and the client "
+        "itself; 1.000 means none."
+    )
+    add("")
+    add(f"**{overhead_line(summary).removeprefix('runtime overhead: ')}**")
+    add("")
+    add("| target | median ratio |")
+    add("|---|---:|")
+    for target in summary.targets:
+        cell = summary.cell(target, OVERALL)
+        add(f"| {_md(target)} | {fmt_ratio(cell.overhead_ratio if cell else None)} |")
+    add("")
+    lines.extend(_speculation_section(results.targets))
+    lines.extend(_sweep_section(results))
+    lines.extend(_failures_section(results))
+    lines.extend(_servers_section(results))
+    lines.extend(_machine_section(results))
+    add("## Prompts")
+    add("")
+    for i, prompt in enumerate(results.prompts, start=1):
+        add(f"{i}. **{_md(prompt.name)}** ({prompt.kind}): {_md(_one_line(prompt.text))}")
+    add("")
+    add("Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.")
+    add("")
+    return "\n".join(lines)
+
+
+def _speculation_section(targets: Sequence[TargetResult]) -> list[str]:
+    measured = [t for t in targets if t.metrics is not None]
+    if not measured:
+        return []
+    lines = [
+        "## Speculative decoding (server /metrics over the measured runs)",
+        "",
+        "Mean accepted length = 1 + accepted ÷ verification steps: tokens gained per step of the main model. "
+        f"Acceptance by position: the share of steps that accepted draft token 1, 2, … (first {POSITIONS_SHOWN}).",
+        "",
+        "| target | tokens | drafted | accepted | acceptance | mean accepted length | acceptance by position |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for target in measured:
+        m = target.metrics
+        assert m is not None
+        positions = " ".join(fmt_pct(p) for p in m.acceptance_by_position[:POSITIONS_SHOWN]) or "-"
+        mal = "-" if m.mean_accepted_length is None else f"{m.mean_accepted_length:.2f}"
+        lines.append(
+            f"| {_md(target.label)} | {fmt_count(m.tokens_predicted)} | {fmt_count(m.draft_tokens)} | "
+            f"{fmt_count(m.accepted_tokens)} | {fmt_pct(m.acceptance)} | {mal} | {positions} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _sweep_section(results: BenchResults) -> list[str]:
+    sweep = results.sweep
+    if not sweep:
+        return []
+    lines = ["## Sweep", "", f"Base profile **{_md(str(sweep.get('base')))}**; grid: `{sweep.get('grid')}`.", ""]
+    best = sweep.get("best")
+    if best:
+        lines.append(f"Fastest on this machine: **{_md(str(best))}** ({_md(str(sweep.get('best_settings')))}).")
+    else:
+        lines.append("No setting completed its requests.")
+    if sweep.get("saved"):
+        lines.append("")
+        lines.append(f"Saved: {_md(str(sweep['saved']))}")
+    lines.append("")
+    return lines
+
+
+def _failures_section(results: BenchResults) -> list[str]:
+    failed = results.failed_requests
+    if not failed:
+        return []
+    lines = ["## Failed requests", "", "| target | prompt | run | error |", "|---|---|---:|---|"]
+    for label, row in failed:
+        lines.append(f"| {_md(label)} | {_md(row.prompt)} | {row.run} | {_md(row.error or '')} |")
+    lines.append("")
+    return lines
+
+
+def _servers_section(results: BenchResults) -> list[str]:
+    lines = ["## Servers", ""]
+    for target in results.targets:
+        lines.append(f"### {target.label}")
+        lines.append("")
+        if target.profile:
+            lines.append(f"- profile `{target.profile}`, speculation: {target.speculative or 'none'}")
+        if target.settings:
+            lines.append("- swept settings: " + ", ".join(f"`{k} = {v}`" for k, v in target.settings.items()))
+        if target.base_url and not target.profile:
+            lines.append(f"- URL: {target.base_url}")
+        if target.model:
+            lines.append(f"- model: `{target.model}`")
+        if target.build_info:
+            lines.append(f"- build: `{target.build_info}`")
+        if target.error:
+            lines.append(f"- **failed:** {_md(target.error)}")
+        for note in target.notes:
+            lines.append(f"- note: {_md(_one_line(note))}")
+        if target.command:
+            lines.extend(["", "```", target.command, "```"])
+        lines.append("")
+    return lines
+
+
+def _machine_section(results: BenchResults) -> list[str]:
+    m = results.machine
+    cores = f"{m.cpu_count}" + (f" ({m.cpus_usable} usable)" if m.cpus_usable and m.cpus_usable != m.cpu_count else "")
+    lines = [
+        "## Machine",
+        "",
+        f"- platform: {m.platform} ({m.machine}), Python {m.python}",
+        f"- CPU: {m.cpu_model or 'unknown'}, {cores} logical cores",
+    ]
+    if m.memory_gb:
+        lines.append(f"- memory: {m.memory_gb:.0f} GiB")
+    lines.append(f"- GPU: {', '.join(m.gpus) if m.gpus else 'none used or found'}")
+    if results.binary:
+        lines.append(f"- llama-server: `{results.binary}` (version {results.binary_version or 'unknown'})")
+    lines.append("")
+    return lines
+
+
+def _machine_short(results: BenchResults) -> str:
+    m = results.machine
+    gpu = f", {m.gpus[0]}" if m.gpus else ""
+    cores = m.cpus_usable or m.cpu_count
+    return f"{m.cpu_model or m.machine} ({cores} cores){gpu}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _md(text: str) -> str:
+    # Keep table cells in one piece.
+    return text.replace("|", "\\|").replace("\n", " ")

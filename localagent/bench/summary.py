@@ -1,0 +1,126 @@
+"""From raw rows to the figures a person reads: medians over runs, speedups against the first
+target, acceptance pooled over runs, and the client/server overhead ratio."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import median
+
+from localagent.bench.results import RequestResult, TargetResult
+
+OVERALL = "overall"
+# Client-observed tok/s over server tok/s. Below this the runtime itself costs noticeable speed.
+OVERHEAD_GOAL = 0.97
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One target on one prompt (or overall): medians over the successful runs."""
+
+    target: str
+    prompt: str
+    runs_ok: int
+    runs_failed: int
+    server_tps: float | None = None
+    client_tps: float | None = None
+    gen_seconds: float | None = None
+    completion_tokens: float | None = None
+    prompt_tokens: float | None = None
+    acceptance: float | None = None  # accepted / drafted, pooled over the runs
+    drafted: int | None = None
+    accepted: int | None = None
+    overhead_ratio: float | None = None
+    speedup: float | None = None  # server tok/s against the first target on the same prompt
+
+
+@dataclass(frozen=True)
+class Summary:
+    prompts: list[str]
+    targets: list[str]
+    cells: list[Cell] = field(default_factory=list)
+    overhead_ratio: float | None = None  # median over every successful request of every target
+    overhead_goal: float = OVERHEAD_GOAL
+
+    def cell(self, target: str, prompt: str) -> Cell | None:
+        return next((c for c in self.cells if c.target == target and c.prompt == prompt), None)
+
+    @property
+    def overhead_ok(self) -> bool | None:
+        return None if self.overhead_ratio is None else self.overhead_ratio >= self.overhead_goal
+
+
+def summarize(targets: Sequence[TargetResult], prompt_names: Sequence[str]) -> Summary:
+    rows_by_target = {t.label: t.requests for t in targets}
+    cells: list[Cell] = []
+    for name in [*prompt_names, OVERALL]:
+        baseline: float | None = None
+        for i, target in enumerate(targets):
+            rows = [r for r in rows_by_target[target.label] if name == OVERALL or r.prompt == name]
+            cell = _cell(target.label, name, rows)
+            if i == 0:
+                baseline = cell.server_tps
+            speedup = cell.server_tps / baseline if cell.server_tps and baseline else None
+            cells.append(replace(cell, speedup=speedup))
+    ratios = [r.overhead_ratio for t in targets for r in t.requests if r.ok and r.overhead_ratio is not None]
+    return Summary(
+        prompts=list(prompt_names),
+        targets=[t.label for t in targets],
+        cells=cells,
+        overhead_ratio=median(ratios) if ratios else None,
+    )
+
+
+def _cell(target: str, prompt: str, rows: Sequence[RequestResult]) -> Cell:
+    ok = [r for r in rows if r.ok]
+    drafted_rows = [r for r in ok if r.draft_n]
+    drafted = sum(r.draft_n or 0 for r in drafted_rows) if drafted_rows else None
+    accepted = sum(r.draft_accepted or 0 for r in drafted_rows) if drafted_rows else None
+    return Cell(
+        target=target,
+        prompt=prompt,
+        runs_ok=len(ok),
+        runs_failed=len(rows) - len(ok),
+        server_tps=_median(r.server_tps for r in ok),
+        client_tps=_median(r.client_tps for r in ok),
+        gen_seconds=_median(r.gen_seconds for r in ok),
+        completion_tokens=_median(r.completion_tokens for r in ok),
+        prompt_tokens=_median(r.prompt_tokens for r in ok),
+        acceptance=accepted / drafted if drafted else None,
+        drafted=drafted,
+        accepted=accepted,
+        overhead_ratio=_median(r.overhead_ratio for r in ok),
+    )
+
+
+def _median(values: Iterable[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return median(present) if present else None
+
+
+# -- formatting shared by the terminal table, the report and the chart ------------------------------
+
+
+def fmt_tps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def fmt_pct(value: float | None) -> str:
+    # "-" means nothing was drafted (or nothing measured): never print it as 0 %.
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def fmt_speedup(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}×"
+
+
+def fmt_seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def fmt_count(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

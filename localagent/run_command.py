@@ -1,0 +1,102 @@
+"""``localagent run TASK.md|-`` (headless) and ``localagent undo``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from agent.headless import HeadlessRunner
+from localagent.agent_setup import AgentOptions, build_agent, session_store
+from localagent.cli import err, out
+from localagent.context import AppContext
+from localagent.errors import UsageError
+
+MODES = ["read-only", "ask", "auto-edit", "full-auto"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run one task headless: answer on stdout, progress on stderr",
+        description="Exit codes: 0 done, 1 error, 2 bad input or configuration, 3 turn or time limit.",
+    )
+    run.add_argument("task", help="a task file (Markdown or text), or - for standard input")
+    run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    run.add_argument("--max-turns", type=int, help="most model steps before stopping (exit 3)")
+    run.add_argument("--timeout", type=float, help="seconds before stopping (exit 3)")
+    run.add_argument("--mode", choices=MODES, help="permission mode (default: agent.headless_mode, auto-edit)")
+    add_endpoint_arguments(run)
+    run.add_argument("--resume", metavar="ID|last", help="continue a saved session")
+    run.set_defaults(handler=cmd_run)
+
+    undo = commands.add_parser("undo", help="restore the workspace to before the last agent turn")
+    undo.add_argument("--session", default="last", help="session id (default: the last in this workspace)")
+    undo.set_defaults(handler=cmd_undo)
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--profile", help="server profile to start or attach to (default: server.profile)")
+    group.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a managed server")
+
+
+def read_task(source: str) -> str:
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise UsageError(f"task file {source} does not exist; give a path to a task file or - for stdin")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
+        raise UsageError(f"the task {source} is empty; write what the agent should do")
+    return text
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    task = read_task(args.task)
+    if args.max_turns is not None and args.max_turns < 1:
+        raise UsageError("--max-turns must be at least 1")
+    ctx = AppContext.load()
+    if args.profile:
+        from server.profiles import get_profile
+
+        get_profile(ctx.profiles, args.profile)  # an unknown profile fails before anything starts
+    options = AgentOptions(
+        profile=args.profile,
+        base_url=args.base_url,
+        mode=args.mode,
+        max_steps=args.max_turns,
+        resume=args.resume,
+        headless=True,
+    )
+    return asyncio.run(_run(ctx, options, task, args.output_format, args.timeout))
+
+
+async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format: str, timeout: float | None) -> int:
+    runtime = await build_agent(ctx, options)
+    try:
+        runner = HeadlessRunner(runtime.agent, output_format)  # type: ignore[arg-type]
+        runner.summary.session_id = runtime.session_id
+        summary = await runner.run(task, timeout)
+    finally:
+        await runtime.close()
+    err.print(f"session {runtime.session_id}", highlight=False)
+    return summary.exit_code
+
+
+def cmd_undo(args: argparse.Namespace) -> int:
+    from agent.checkpoints import CheckpointStore
+
+    ctx = AppContext.load()
+    header, _events = session_store(ctx).open(args.session, workspace=ctx.workspace)
+    session_id = header["session_id"]
+    checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
+    restored = checkpoints.undo_last_turn_sync()
+    if restored is None:
+        out.print("nothing to undo in this session")
+        return 0
+    out.print(f"restored the workspace to {restored.label}")
+    return 0

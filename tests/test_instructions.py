@@ -1,0 +1,101 @@
+"""Project instructions gathered from AGENTS.md / CLAUDE.md files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.instructions import collect_instructions, find_instruction_files, load_instructions, repo_root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "pkg" / "sub").mkdir(parents=True)
+    return root
+
+
+def test_root_first_down_to_the_working_directory(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("root rules\n")
+    (repo / "pkg" / "AGENTS.md").write_text("pkg rules\n")
+    (repo / "pkg" / "sub" / "AGENTS.md").write_text("sub rules\n")
+    (repo.parent / "AGENTS.md").write_text("outside the repo: never read\n")
+
+    text = load_instructions(repo / "pkg" / "sub")
+    assert text == "## AGENTS.md\n\nroot rules\n\n## pkg/AGENTS.md\n\npkg rules\n\n## pkg/sub/AGENTS.md\n\nsub rules"
+
+
+def test_only_directories_on_the_way_down_count(repo: Path) -> None:
+    (repo / "pkg" / "sub" / "AGENTS.md").write_text("deeper than cwd\n")
+    (repo / "AGENTS.md").write_text("root\n")
+    assert find_instruction_files(repo / "pkg") == [repo / "AGENTS.md"]
+
+
+def test_claude_md_is_a_fallback_per_directory(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("agents at root\n")
+    (repo / "CLAUDE.md").write_text("claude at root: shadowed\n")
+    (repo / "pkg" / "CLAUDE.md").write_text("claude in pkg\n")
+    files = find_instruction_files(repo / "pkg")
+    assert files == [repo / "AGENTS.md", repo / "pkg" / "CLAUDE.md"]
+    text = load_instructions(repo / "pkg")
+    assert "shadowed" not in text and "## pkg/CLAUDE.md" in text
+
+
+def test_without_a_repository_only_the_working_directory_counts(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("parent\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "AGENTS.md").write_text("here\n")
+    assert repo_root(work) == work.resolve()
+    assert load_instructions(work) == "## AGENTS.md\n\nhere"
+
+
+def test_git_file_marks_a_worktree_root(tmp_path: Path) -> None:
+    root = tmp_path / "wt"
+    (root / "a").mkdir(parents=True)
+    (root / ".git").write_text("gitdir: /elsewhere\n")
+    (root / "AGENTS.md").write_text("worktree\n")
+    assert load_instructions(root / "a") == "## AGENTS.md\n\nworktree"
+
+
+def test_no_files_gives_empty_text(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("   \n")
+    assert load_instructions(repo / "pkg") == ""
+
+
+def test_cap_keeps_deepest_files_whole_and_truncates_earlier_ones(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("R" * 500)
+    (repo / "pkg" / "AGENTS.md").write_text("P" * 300)
+    (repo / "pkg" / "sub" / "AGENTS.md").write_text("S" * 200)
+
+    items = collect_instructions(repo / "pkg" / "sub", max_bytes=600)
+    assert [(i.relative, len(i.text), i.omitted_bytes) for i in items] == [
+        ("AGENTS.md", 100, 400),
+        ("pkg/AGENTS.md", 300, 0),
+        ("pkg/sub/AGENTS.md", 200, 0),
+    ]
+    text = load_instructions(repo / "pkg" / "sub", max_bytes=600)
+    assert "[... 400 bytes of AGENTS.md omitted to fit the 600-byte limit]" in text
+    assert "S" * 200 in text and "P" * 300 in text
+
+
+def test_cap_can_leave_only_a_marker_for_the_earliest_files(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("root " * 10)
+    (repo / "pkg" / "AGENTS.md").write_text("x" * 100)
+    text = load_instructions(repo / "pkg", max_bytes=100)
+    assert text.startswith("## AGENTS.md\n\n[... 49 bytes of AGENTS.md omitted")
+    assert text.endswith("x" * 100)
+
+
+def test_deepest_file_alone_over_the_cap_is_cut_too(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("é" * 100)  # 200 bytes of UTF-8
+    items = collect_instructions(repo, max_bytes=51)
+    assert items[0].text == "é" * 25 and items[0].omitted_bytes == 150
+
+
+def test_default_cap_is_32_kib(repo: Path) -> None:
+    (repo / "AGENTS.md").write_text("a" * 40_000)
+    (items,) = collect_instructions(repo)
+    assert len(items.text) == 32 * 1024
