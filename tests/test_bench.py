@@ -12,6 +12,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from localagent.bench import sweep
@@ -22,20 +23,26 @@ from localagent.bench.results import RequestResult, TargetResult
 from localagent.bench.summary import OVERALL, fmt_pct, summarize
 from localagent.errors import UsageError
 from server.profiles import BUILTIN_PROFILES, load_profiles
-from server.telemetry import RequestTimings
+from server.telemetry import RequestTimings, parse_metrics
 from tests.scripted_model import ScriptedModelServer, ScriptedTurn
 
 RECIPE_PROMPTS = [
-    "Write a complete Python task store module. Include a Task dataclass, TaskStatus enum, TaskStore class, "
-    "add_task, update_task, delete_task, search_tasks, filter_by_status, export_to_json, get_all_tasks, and 5 "
-    "tests. Return only one complete Python file.",
-    "Write a complete Python key-value report module. Include a KeyValueStore class, set, get, delete, exists, "
-    "list_keys, filter_by_prefix, export_to_json, load_from_json, and a generate_report function that returns "
-    "total keys, empty values, prefix counts, and largest value length. Include 5 tests. Return only one "
-    "complete Python file.",
-    "Write a complete Python doubly linked list module. Include a Node dataclass, DoublyLinkedList class, "
-    "append, prepend, delete, find, reverse, to_list, from_list, clear, and 5 tests. Return only one complete "
-    "Python file.",
+    (
+        "Write a complete Python task store module. Include a Task dataclass, TaskStatus enum, TaskStore class, "
+        "add_task, update_task, delete_task, search_tasks, filter_by_status, export_to_json, get_all_tasks, and 5 "
+        "tests. Return only one complete Python file."
+    ),
+    (
+        "Write a complete Python key-value report module. Include a KeyValueStore class, set, get, delete, exists, "
+        "list_keys, filter_by_prefix, export_to_json, load_from_json, and a generate_report function that returns "
+        "total keys, empty values, prefix counts, and largest value length. Include 5 tests. Return only one "
+        "complete Python file."
+    ),
+    (
+        "Write a complete Python doubly linked list module. Include a Node dataclass, DoublyLinkedList class, "
+        "append, prepend, delete, find, reverse, to_list, from_list, clear, and 5 tests. Return only one complete "
+        "Python file."
+    ),
 ]
 
 
@@ -321,9 +328,13 @@ def test_managed_server_killed_mid_run_fails_its_rows_and_the_report_is_written(
             record = next((r for r in la_env.status() if r["state"] == "ready" and r["server_pid"]), None)
             time.sleep(0.5)
         assert record is not None, "the bench never started its server"
-        time.sleep(3)  # past the warm-up, into the measured runs
+        metrics_url = f"http://127.0.0.1:{record['port']}/metrics"
+        # Once the warm-up has been counted the measured runs (400 tokens each) are under way.
+        while time.monotonic() < deadline and parse_metrics(httpx2.get(metrics_url).text).tokens_predicted_total == 0:
+            time.sleep(0.2)
+        time.sleep(1)
         os.kill(record["server_pid"], signal.SIGKILL)
-        stdout, stderr = bench.communicate(timeout=120)
+        _stdout, stderr = bench.communicate(timeout=120)
     finally:
         if bench.poll() is None:
             bench.kill()
@@ -332,6 +343,7 @@ def test_managed_server_killed_mid_run_fails_its_rows_and_the_report_is_written(
     data = json.loads((out / "results.json").read_text())
     [target] = data["results"]["targets"]
     assert not target["requests"][-1]["ok"]
+    assert not any("warm-up" in note for note in target["notes"])
     assert any("went down" in note for note in target["notes"])
     assert "## Failed requests" in (out / "report.md").read_text()
     assert (out / "chart.png").is_file()

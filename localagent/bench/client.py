@@ -34,8 +34,7 @@ class Endpoint:
 def normalize_base_url(url: str) -> str:
     url = url.strip().rstrip("/")
     for suffix in ("/v1/chat/completions", "/v1"):
-        if url.endswith(suffix):
-            url = url[: -len(suffix)]
+        url = url.removesuffix(suffix)
     return url
 
 

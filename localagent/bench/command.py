@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx2
+from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -64,7 +65,7 @@ examples:
 """
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = commands.add_parser(
         "bench",
         help="benchmark profiles or running servers: tok/s, speedup, acceptance; table, JSON, report, chart",
@@ -186,6 +187,9 @@ def _prepare(args: argparse.Namespace) -> _Plan:
     duplicate = next((label for label in labels if labels.count(label) > 1), None)
     if duplicate is not None:
         raise UsageError(f"{duplicate!r} is listed twice; name URLs with NAME=URL to tell them apart")
+    url_targets = [t for t in plan.targets if t.endpoint is not None]
+    if url_targets:
+        asyncio.run(_probe_all(url_targets))  # an unreachable URL stops the bench before anything starts
 
     if any(t.profile for t in plan.targets):
         manager = ctx.server_manager()
@@ -235,8 +239,6 @@ def _url_targets(entries: list[str], api_key: str | None) -> list[Target]:
         if not base_url.startswith(("http://", "https://")):
             raise UsageError(f"--base-url {entry!r}: give an http:// or https:// URL, optionally as NAME=URL")
         targets.append(Target(label=name.strip() or base_url, endpoint=Endpoint(base_url, api_key)))
-    if targets:
-        asyncio.run(_probe_all(targets))
     return targets
 
 
@@ -349,10 +351,11 @@ def _write_outputs(out_dir: Path, results: BenchResults, summary: Summary) -> No
 def _print_wide(table: Table) -> None:
     # Piped output gets 80 columns from rich, which folds long profile names into unreadable
     # slivers; a file or pipe has no width to respect, so give the table what it needs.
-    width = out.width
-    if not out.is_terminal:
-        width = max(width, Measurement.get(out, out.options, table).maximum)
-    out.print(table, width=width)
+    if out.is_terminal:
+        out.print(table)
+        return
+    needed = Measurement.get(out, out.options.update_width(1000), table).maximum
+    Console(file=out.file, width=max(out.width, needed), highlight=False).print(table)
 
 
 def _now() -> str:

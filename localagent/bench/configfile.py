@@ -93,7 +93,7 @@ def _without(data: dict[str, Any], name: str) -> dict[str, Any]:
     result = dict(data)
     if isinstance(result.get("profiles"), dict):
         result["profiles"] = {k: v for k, v in result["profiles"].items() if k != name}
-    return _normalized(result)
+    return _normalized(result) or {}
 
 
 def _normalized(data: dict[str, Any] | None) -> dict[str, Any] | None:

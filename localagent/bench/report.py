@@ -118,12 +118,13 @@ def render_markdown(results: BenchResults, summary: Summary) -> str:
     lines.extend(_speculation_section(results.targets))
     lines.extend(_sweep_section(results))
     lines.extend(_failures_section(results))
+    lines.extend(_requests_section(results.targets))
     lines.extend(_servers_section(results))
     lines.extend(_machine_section(results))
     add("## Prompts")
     add("")
-    for i, prompt in enumerate(results.prompts, start=1):
-        add(f"{i}. **{_md(prompt.name)}** ({prompt.kind}): {_md(_one_line(prompt.text))}")
+    for i, item in enumerate(results.prompts, start=1):
+        add(f"{i}. **{_md(item.name)}** ({item.kind}): {_md(_one_line(item.text))}")
     add("")
     add("Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.")
     add("")
@@ -137,8 +138,10 @@ def _speculation_section(targets: Sequence[TargetResult]) -> list[str]:
     lines = [
         "## Speculative decoding (server /metrics over the measured runs)",
         "",
-        "Mean accepted length = 1 + accepted ÷ verification steps: tokens gained per step of the main model. "
-        f"Acceptance by position: the share of steps that accepted draft token 1, 2, … (first {POSITIONS_SHOWN}).",
+        (
+            "Mean accepted length = 1 + accepted ÷ verification steps: tokens gained per step of the main model. "
+            f"Acceptance by position: the share of steps that accepted draft token 1, 2, … (first {POSITIONS_SHOWN})."
+        ),
         "",
         "| target | tokens | drafted | accepted | acceptance | mean accepted length | acceptance by position |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -181,6 +184,32 @@ def _failures_section(results: BenchResults) -> list[str]:
     for label, row in failed:
         lines.append(f"| {_md(label)} | {_md(row.prompt)} | {row.run} | {_md(row.error or '')} |")
     lines.append("")
+    return lines
+
+
+def _requests_section(targets: Sequence[TargetResult]) -> list[str]:
+    lines = [
+        "## Every request",
+        "",
+        "<details><summary>per request: tokens, speeds, drafts</summary>",
+        "",
+        "| target | prompt | run | prompt tokens | tokens | tok/s | client tok/s | gen s | drafted | accepted | "
+        "accept | client ÷ server |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for target in targets:
+        for r in target.requests:
+            if not r.ok:
+                lines.append(f"| {_md(target.label)} | {_md(r.prompt)} | {r.run} | failed: {_md(r.error or '')} |"
+                             + " |" * 8)
+                continue
+            lines.append(
+                f"| {_md(target.label)} | {_md(r.prompt)} | {r.run} | {fmt_count(r.prompt_tokens)} | "
+                f"{fmt_count(r.completion_tokens)} | {fmt_tps(r.server_tps)} | {fmt_tps(r.client_tps)} | "
+                f"{fmt_seconds(r.gen_seconds)} | {fmt_count(r.draft_n)} | {fmt_count(r.draft_accepted)} | "
+                f"{fmt_pct(r.acceptance)} | {fmt_ratio(r.overhead_ratio)} |"
+            )
+    lines.extend(["", "</details>", ""])
     return lines
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -96,20 +99,28 @@ async def _run_target(
             await stream_chat(client, endpoint, body, warmup)
         except Exception as exc:  # noqa: BLE001 - any failure of the warm-up is reported the same way
             warmup.ok, warmup.error = False, describe_failure(exc)
+            result.notes.append(f"the warm-up request failed: {warmup.error}")
         observer.advance(warmup)
 
         before = await scrape_metrics(client, endpoint)
-        for run in range(1, settings.runs + 1):
-            for prompt in prompts:
-                observer.status(f"{target.label}: {prompt.name} (run {run}/{settings.runs})")
-                row = await _measure(client, endpoint, prompt, run, settings)
-                result.requests.append(row)
-                observer.advance(row)
+        plan = [(run, prompt) for run in range(1, settings.runs + 1) for prompt in prompts]
+        for i, (run, prompt) in enumerate(plan):
+            observer.status(f"{target.label}: {prompt.name} (run {run}/{settings.runs})")
+            row = await _measure(client, endpoint, prompt, run, settings)
+            result.requests.append(row)
+            observer.advance(row)
+            died = None if row.ok else await _server_died(handle)
+            if died is not None:
+                # The rest cannot succeed; say why once instead of timing out on each of them.
+                result.notes.append(f"the server went down during the run: {died}")
+                for later_run, later_prompt in plan[i + 1 :]:
+                    result.requests.append(
+                        RequestResult(prompt=later_prompt.name, run=later_run, ok=False, error="the server had died")
+                    )
+                observer.advance(None, len(plan) - i - 1)
+                break
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
-        if handle is not None and handle.supervisor is not None and handle.supervisor.status.message:
-            if handle.supervisor.status.state != ServerState.READY:
-                result.notes.append(f"the server went down during the run: {handle.supervisor.status.message}")
     finally:
         if handle is not None:
             observer.status(f"stopping {target.label}")
@@ -129,6 +140,22 @@ async def _measure(
     except Exception as exc:  # noqa: BLE001 - a failed request is a failed row, never a crashed bench
         row.ok, row.error = False, describe_failure(exc)
     return row
+
+
+async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str | None:
+    """Why a server this bench started is gone, or None while it still serves."""
+    supervisor = handle.supervisor if handle is not None else None
+    if supervisor is None:
+        return None
+    # The supervisor learns of the exit from the event loop; give it a moment after a failed request.
+    deadline = time.monotonic() + wait_s
+    while supervisor.status.state == ServerState.READY and supervisor.process.running:
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.1)
+    code = re.search(r"exit(?:ed with)? code (-?\d+)", supervisor.status.message or "")
+    how = f"llama-server exited with code {code.group(1)}" if code else "llama-server exited"
+    return f"{how}; its log: {supervisor.log_path}"
 
 
 def _all_failed(

@@ -86,7 +86,7 @@ def _cell(target: str, prompt: str, rows: Sequence[RequestResult]) -> Cell:
         gen_seconds=_median(r.gen_seconds for r in ok),
         completion_tokens=_median(r.completion_tokens for r in ok),
         prompt_tokens=_median(r.prompt_tokens for r in ok),
-        acceptance=accepted / drafted if drafted else None,
+        acceptance=accepted / drafted if drafted and accepted is not None else None,
         drafted=drafted,
         accepted=accepted,
         overhead_ratio=_median(r.overhead_ratio for r in ok),
