@@ -197,6 +197,20 @@ class Agent:
         self._close_pending(pending, f"not run: the turn ended ({reason})")
         yield self._emit(self._turn_finished(reason, final_text, steps, usage_before, message))
 
+    async def compact_now(self) -> AsyncIterator[Event]:
+        """Compact on request (the TUI's /compact), summarising earlier turns."""
+        async for event in self._compact("asked for", aggressive=True):
+            yield event
+
+    def clear(self) -> Event:
+        """Forget the conversation (the TUI's /clear); the system prompt stays byte-identical."""
+        self.messages = self.messages[:1]
+        self.last_context_used = 0
+        return self._emit(HistoryReplaced(list(self.messages)))
+
+    def set_mode(self, mode: str) -> None:
+        self.policy = PermissionPolicy(mode, self.policy.rules)
+
     def _turn_finished(
         self, reason: FinishReason, text: str, steps: int, before: dict[str, int], message: str
     ) -> TurnFinished:

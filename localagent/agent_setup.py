@@ -23,10 +23,12 @@ from agent.prompt import system_prompt
 from agent.session_store import SessionStore
 from localagent.context import AppContext
 from localagent.errors import UsageError
+from localagent.mcp_commands import open_mcp
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
 from server.supervisor import ServerState, SupervisorStatus
 from tools.base import ToolContext
+from tools.mcp import AskApproval, McpManager
 from tools.registry import builtin_tools
 
 # A long prompt on a slow GPU can take minutes before the first token: that is not a dead server.
@@ -43,6 +45,10 @@ class AgentOptions:
     headless: bool = False
     port: int | str | None = None
     extra_tools: list[AgentTool] = field(default_factory=list)
+    mcp_config: Path | None = None
+    trust_project_mcp: bool = False
+    # The TUI's way to ask about a repo's own .mcp.json servers; without it they are skipped.
+    approve_project_mcp: AskApproval | None = None
 
 
 @dataclass
@@ -53,8 +59,13 @@ class AgentRuntime:
     checkpoints: CheckpointStore
     base_url: str
     _writer: Any = None
+    mcp: McpManager | None = None
+    # One line each, for the person: MCP servers skipped or failed.
+    notes: list[str] = field(default_factory=list)
 
     async def close(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.close()
         await self.agent.client.close()
         if self._writer is not None:
             self._writer.close()
@@ -134,6 +145,9 @@ async def build_agent(
         env_allow=set(settings.env_allow),
         bash_default_timeout=settings.bash_timeout,
     )
+    mcp, notes = await open_mcp(
+        ctx, options.mcp_config, trust=options.trust_project_mcp, ask=options.approve_project_mcp, scratch_dir=scratch
+    )
     instructions = load_instructions(ctx.workspace, max_bytes=settings.instructions_max_bytes)
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
 
@@ -145,7 +159,7 @@ async def build_agent(
 
     agent = Agent(
         client,
-        [*builtin_tools(), *options.extra_tools],
+        [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])],
         tool_ctx,
         policy,
         system_prompt(ctx.workspace, instructions),
@@ -154,6 +168,7 @@ async def build_agent(
             max_steps=options.max_steps or settings.max_steps,
             compact_threshold=settings.compact_threshold,
             headless=options.headless,
+            sampling={"max_tokens": settings.max_tokens} if settings.max_tokens else {},
         ),
         n_ctx=n_ctx,
         recover=make_recover(handle),
@@ -161,7 +176,7 @@ async def build_agent(
         sink=sink,
         before_turn=before_turn,
     )
-    return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer)
+    return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes)
 
 
 def session_store(ctx: AppContext) -> SessionStore:

@@ -44,6 +44,8 @@ class AgentSettings(BaseModel):
     mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "ask"
     headless_mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "auto-edit"
     max_steps: int = Field(default=50, ge=1)
+    # Cap on tokens per model reply; unset leaves it to the server (until the context is full).
+    max_tokens: int | None = Field(default=None, ge=1)
     compact_threshold: float = Field(default=0.8, gt=0.1, le=1.0)
     bash_timeout: float = Field(default=120.0, gt=0, le=600)
     env_allow: list[str] = []

@@ -135,8 +135,9 @@ def cmd_start(args: argparse.Namespace) -> int:
     name = _profile_name(ctx, args.profile)
 
     def on_state(state: str) -> None:
-        label = {"starting": "starting llama-server", "loading": "loading the model"}.get(state, state)
-        err.print(f"{label}…")
+        label = {"starting": "starting llama-server", "loading": "loading the model"}.get(state)
+        if label:
+            err.print(f"{label}…")
 
     handle: ServerHandle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
     record = handle.record

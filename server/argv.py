@@ -106,11 +106,19 @@ def build_launch_plan(
                 f"not offer (it offers {', '.join(caps.cache_types)}); pick one of those"
             )
         out.add(flag, cache_type)
+    if profile.swa_full:
+        out.add("--swa-full", needs="a full-size sliding-window cache (--swa-full)")
     if profile.flash_attn is not None:
         out.add("--flash-attn", profile.flash_attn)
     if profile.cache_ram is not None:
         out.add("--cache-ram", profile.cache_ram, needs="the prompt cache size limit (--cache-ram)")
     out.add("--jinja" if profile.jinja else "--no-jinja")
+    if profile.chat_template_file is not None:
+        if not profile.chat_template_file.is_file():
+            raise ProfileError(
+                f"profile {profile.name!r}: chat_template_file {profile.chat_template_file} does not exist"
+            )
+        out.add("--chat-template-file", profile.chat_template_file)
     _add_load_mode(out)
     if profile.no_host:
         out.add("--no-host")

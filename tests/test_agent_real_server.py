@@ -1,0 +1,63 @@
+"""The agent against the real llama-server with the real tiny model: real timings, real prompt cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.events import Metrics, TurnFinished
+from localagent.agent_setup import AgentOptions, build_agent
+from localagent.context import AppContext
+
+pytestmark = pytest.mark.server
+
+USER_TURNS = [
+    "Say hello.",
+    "Name a colour.",
+    "Name a fruit.",
+    "Count to three.",
+    "Name an animal.",
+    "Say goodbye.",
+    "Name a city.",
+    "Name a number.",
+    "Name a tree.",
+    "Say thanks.",
+]
+
+
+def test_run_on_the_tiny_server_reports_real_timings(la_env, llama_server_binary):
+    la_env.env["LOCALAGENT_AGENT__MAX_TOKENS"] = "32"
+    task = la_env.workspace / "TASK.md"
+    task.write_text("Reply with one short sentence about Python.")
+    result = la_env.run("run", str(task), "--profile", "tiny", "--output-format", "json")
+    assert result.code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["status"] == "done"
+    assert data["completion_tokens"] > 0 and data["prompt_tokens"] > 0
+    assert data["tokens_per_second"] and data["tokens_per_second"] > 0
+    # No server is left behind by a run that started its own.
+    assert la_env.status() == []
+
+
+async def test_ten_turns_reuse_the_servers_prompt_cache(la_env, llama_server_binary, monkeypatch):
+    monkeypatch.setenv("LOCALAGENT_AGENT__MAX_TOKENS", "24")
+    ctx = AppContext.load(la_env.workspace)
+    runtime = await build_agent(ctx, AgentOptions(profile="tiny", port="auto", headless=True))
+    reuse: list[float] = []
+    try:
+        for text in USER_TURNS:
+            first_request: Metrics | None = None
+            finished = None
+            async for event in runtime.agent.run_turn(text):
+                if isinstance(event, Metrics) and first_request is None:
+                    first_request = event
+                if isinstance(event, TurnFinished):
+                    finished = event
+            assert finished is not None and finished.reason == "done", finished
+            assert first_request is not None
+            reuse.append(first_request.cache_n / (first_request.cache_n + first_request.prompt_n))
+    finally:
+        await runtime.close()
+    print("prompt-cache reuse per turn:", " ".join(f"{r:.1%}" for r in reuse))
+    assert all(r >= 0.9 for r in reuse[1:]), reuse
