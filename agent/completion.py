@@ -40,13 +40,18 @@ async def stream_completion(
 ) -> AsyncIterator[Event]:
     """Fill ``result`` while yielding text, reasoning and metrics events."""
     calls: dict[int, StreamedToolCall] = {}
+    # The history and the tool schemas travel in extra_body, which the SDK merges into the JSON
+    # as it is. Passed as typed parameters, the SDK walks every message and schema on every
+    # request (tens of ms once the history is long): that would be the agent's largest overhead.
+    body: dict[str, Any] = {"messages": messages, "timings_per_token": True, **sampling}
+    if tools:
+        body["tools"] = tools
     stream = await client.chat.completions.create(
         model=model,
-        messages=messages,  # type: ignore[arg-type]
-        tools=tools or None,  # type: ignore[arg-type]
+        messages=[],
         stream=True,
         stream_options={"include_usage": True},
-        extra_body={"timings_per_token": True, **sampling},
+        extra_body=body,
     )
     async for chunk in stream:
         extra = chunk.model_extra or {}
