@@ -56,6 +56,8 @@ class SessionError(AgentError):
 class SessionNotFoundError(SessionError):
     """No session matches the id (or there is no "last" one)."""
 
+    exit_code = 2  # bad input on the command line
+
 
 class SessionHeader(BaseModel):
     """The first line of every session file, validated on the way in and out."""

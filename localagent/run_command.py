@@ -12,6 +12,7 @@ from localagent.agent_setup import AgentOptions, build_agent, session_store
 from localagent.cli import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
+from localagent.mcp_commands import add_config_arguments, check_config_argument
 
 MODES = ["read-only", "ask", "auto-edit", "full-auto"]
 
@@ -29,7 +30,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--mode", choices=MODES, help="permission mode (default: agent.headless_mode, auto-edit)")
     add_endpoint_arguments(run)
     run.add_argument("--resume", metavar="ID|last", help="continue a saved session")
+    add_config_arguments(run)
     run.set_defaults(handler=cmd_run)
+
+    sessions = commands.add_parser("sessions", help="list saved sessions (this workspace, or --all)")
+    sessions.add_argument("--all", action="store_true", help="sessions of every workspace")
+    sessions.set_defaults(handler=cmd_sessions)
 
     undo = commands.add_parser("undo", help="restore the workspace to before the last agent turn")
     undo.add_argument("--session", default="last", help="session id (default: the last in this workspace)")
@@ -59,6 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args.task)
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    check_config_argument(args.mcp_config)
     ctx = AppContext.load()
     if args.profile:
         from server.profiles import get_profile
@@ -71,12 +78,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_steps=args.max_turns,
         resume=args.resume,
         headless=True,
+        mcp_config=args.mcp_config,
+        trust_project_mcp=args.trust_project_mcp,
     )
     return asyncio.run(_run(ctx, options, task, args.output_format, args.timeout))
 
 
 async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format: str, timeout: float | None) -> int:
     runtime = await build_agent(ctx, options)
+    for note in runtime.notes:
+        err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
     try:
         runner = HeadlessRunner(runtime.agent, output_format)  # type: ignore[arg-type]
         runner.summary.session_id = runtime.session_id
@@ -85,6 +96,27 @@ async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format:
         await runtime.close()
     err.print(f"session {runtime.session_id}", highlight=False)
     return summary.exit_code
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    ctx = AppContext.load()
+    summaries = session_store(ctx).list(None if args.all else ctx.workspace)
+    if not summaries:
+        out.print("no saved sessions" + ("" if args.all else " in this workspace (try --all)"))
+        return 0
+    table = Table("id", "updated", "turns", "first message", *(["workspace"] if args.all else []))
+    for summary in summaries:
+        row = [
+            summary.session_id,
+            summary.updated.astimezone().strftime("%Y-%m-%d %H:%M"),
+            str(summary.turns),
+            (summary.first_user_message or "").splitlines()[0][:60] if summary.first_user_message else "",
+        ]
+        table.add_row(*row, *([summary.workspace] if args.all else []))
+    out.print(table)
+    return 0
 
 
 def cmd_undo(args: argparse.Namespace) -> int:

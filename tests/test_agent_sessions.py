@@ -233,3 +233,13 @@ def test_resume_after_kill_keeps_the_conversation(la_env):
     assert any(m["role"] == "tool" for m in messages)
     assert contents[-1] == "And now?"
     assert (la_env.workspace / "first.txt").read_text() == "1\n"
+
+
+def test_sessions_lists_runs_of_this_workspace(la_env):
+    with ScriptedModelServer([ScriptedTurn(text="hi")]) as model:
+        run_json(la_env, model, task="Greet the user politely.")
+    listed = la_env.run("sessions")
+    assert listed.code == 0, listed.stderr
+    assert "Greet the user politely." in listed.stdout
+    missing = la_env.run("run", "-", "--resume", "20990101-000000-abcdef", input="x")
+    assert missing.code == 2 and "sessions" in missing.stderr
