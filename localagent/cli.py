@@ -27,10 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from localagent import run_command, server_commands
+    from localagent import mcp_commands, run_command, server_commands
 
     server_commands.register(commands)
     run_command.register(commands)
+    mcp_commands.register(commands)
     from localagent.bench import command as bench_command; bench_command.register(commands)  # noqa: E702
     return parser
 

@@ -313,22 +313,34 @@ class ServerManager:
 
         if owner_pid == os.getpid():
             raise NotRunningError("that server belongs to this process; close it from here")
-        for pid in (owner_pid,):
+        # A record can outlive its processes and pids get reused: only signal processes that
+        # are still ours.
+        owner = owner_pid if _is_ours(owner_pid, ("localagent", "server.daemon")) else None
+        server = server_pid if server_pid and _is_ours(server_pid, ("llama-server",)) else None
+        if owner is not None:
             try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(owner, signal.SIGTERM)
             except ProcessLookupError:
-                pass
+                owner = None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and (
-            pid_alive(owner_pid) or (server_pid is not None and pid_alive(server_pid))
-        ):
+        while time.monotonic() < deadline and any(p is not None and pid_alive(p) for p in (owner, server)):
             time.sleep(0.1)
-        for pid in (server_pid, owner_pid):
+        for pid in (server, owner):
             if pid is not None and pid_alive(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+def _is_ours(pid: int, markers: tuple[str, ...]) -> bool:
+    if not pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc: trust the record
+    return any(marker in cmdline for marker in markers)
 
 
 def check_draft_format(profile: Profile, caps: Capabilities, models: ResolvedModels) -> None:
