@@ -178,8 +178,7 @@ class ServerManager:
         on_status: Callable[[SupervisorStatus], None] | None = None,
     ) -> ServerHandle:
         profile, plan, models = self._plan_for_port(profile_name, port)
-        existing = await self.existing_server(plan, models)
-        if existing is not None:
+        if existing := await self.existing_server(plan, models):
             return existing
         log_path = self.log_path(plan.port)
         supervisor = Supervisor(
@@ -218,8 +217,7 @@ class ServerManager:
     ) -> ServerHandle:
         """Start a detached supervisor process and return once its server is ready."""
         profile, plan, models = self._plan_for_port(profile_name, port)
-        existing = await self.existing_server(plan, models)
-        if existing is not None:
+        if existing := await self.existing_server(plan, models):
             return existing
         log_path = self.log_path(plan.port)
         spec = {

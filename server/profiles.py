@@ -147,6 +147,18 @@ _GEMMA4_DRAFT = ModelSource(
 )
 _TINY_MODEL = ModelSource(package=TINY_MODEL_PACKAGE)
 
+_TINY = Profile(
+    name="tiny",
+    description="Gemma 3 270M on the CPU with n-gram speculation (the built-in default)",
+    model=_TINY_MODEL,
+    ctx_size=8192,
+    gpu_layers=0,
+    swa_full=True,
+    chat_template_file=CHATML_TOOLS_TEMPLATE,
+    sampling=_RECIPE_SAMPLING,
+    speculative=Speculative(type="ngram-mod"),
+)
+
 BUILTIN_PROFILES: dict[str, Profile] = {
     profile.name: profile
     for profile in (
@@ -186,26 +198,13 @@ BUILTIN_PROFILES: dict[str, Profile] = {
                 type="dflash", draft_model=_GEMMA4_DRAFT, draft_gpu_layers="all", cross_ctx=1024
             ),
         ),
-        Profile(
-            name="tiny",
-            description="Gemma 3 270M on the CPU with n-gram speculation (the built-in default)",
-            model=_TINY_MODEL,
-            ctx_size=8192,
-            gpu_layers=0,
-            swa_full=True,
-            chat_template_file=CHATML_TOOLS_TEMPLATE,
-            sampling=_RECIPE_SAMPLING,
-            speculative=Speculative(type="ngram-mod"),
-        ),
-        Profile(
-            name="tiny-baseline",
-            description="Gemma 3 270M on the CPU without speculation",
-            model=_TINY_MODEL,
-            ctx_size=8192,
-            gpu_layers=0,
-            swa_full=True,
-            chat_template_file=CHATML_TOOLS_TEMPLATE,
-            sampling=_RECIPE_SAMPLING,
+        _TINY,
+        _TINY.model_copy(
+            update={
+                "name": "tiny-baseline",
+                "description": "Gemma 3 270M on the CPU without speculation",
+                "speculative": Speculative(),
+            }
         ),
         Profile(
             name="tiny-dflash",
