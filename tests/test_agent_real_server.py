@@ -61,3 +61,35 @@ async def test_ten_turns_reuse_the_servers_prompt_cache(la_env, llama_server_bin
         await runtime.close()
     print("prompt-cache reuse per turn:", " ".join(f"{r:.1%}" for r in reuse))
     assert all(r >= 0.9 for r in reuse[1:]), reuse
+
+
+async def test_managed_server_killed_midstream_is_restarted_and_the_request_retried(la_env, llama_server_binary, monkeypatch):
+    import os
+    import signal
+
+    from agent.events import Notice, TextDelta
+
+    monkeypatch.setenv("LOCALAGENT_AGENT__MAX_TOKENS", "64")
+    ctx = AppContext.load(la_env.workspace)
+    runtime = await build_agent(ctx, AgentOptions(profile="tiny-baseline", port="auto", headless=True))
+    supervisor = runtime.server.supervisor
+    first_pid = supervisor.status.pid
+    events = []
+    try:
+        async for event in runtime.agent.run_turn("Write a long story about a robot."):
+            events.append(event)
+            if isinstance(event, TextDelta) and supervisor.status.pid == first_pid and sum(
+                isinstance(e, TextDelta) for e in events
+            ) == 3:
+                os.kill(first_pid, signal.SIGKILL)
+    finally:
+        await runtime.close()
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any("retrying" in text for text in notices), notices
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished) and finished.reason == "done", finished
+    assert supervisor.status.restarts == 1
+    # The session file kept every event, the ones before the crash included.
+    session_file = next((la_env.home / "data" / "sessions").glob("*.jsonl"))
+    recorded = [json.loads(line)["type"] for line in session_file.read_text().splitlines()[1:]]
+    assert recorded.count("notice") >= 2 and recorded[-1] == "turn_finished"
