@@ -243,3 +243,32 @@ def test_sessions_lists_runs_of_this_workspace(la_env):
     assert "Greet the user politely." in listed.stdout
     missing = la_env.run("run", "-", "--resume", "20990101-000000-abcdef", input="x")
     assert missing.code == 2 and "sessions" in missing.stderr
+
+
+async def test_context_past_the_threshold_is_compacted_before_the_next_request(la_env):
+    from agent.events import Notice, TurnFinished
+    from localagent.agent_setup import AgentOptions, build_agent
+    from localagent.context import AppContext
+
+    (la_env.workspace / "big.txt").write_text("line of text\n" * 400)
+    turns = [
+        call("view", path="big.txt"),
+        ScriptedTurn(text="read it"),
+        ScriptedTurn(text="summary: the user had big.txt read"),
+        ScriptedTurn(text="second answer"),
+    ]
+    with ScriptedModelServer(turns, n_ctx=4000) as model:
+        ctx = AppContext.load(la_env.workspace)
+        runtime = await build_agent(ctx, AgentOptions(base_url=model.base_url, headless=True))
+        try:
+            first = [e async for e in runtime.agent.run_turn("Read big.txt")]
+            assert runtime.agent.last_context_used > 0.8 * 4000, runtime.agent.last_context_used
+            second = [e async for e in runtime.agent.run_turn("Now what?")]
+        finally:
+            await runtime.close()
+        last = model.requests[-1]["messages"]
+    assert not any(isinstance(e, Notice) for e in first)
+    assert any(isinstance(e, Notice) and "compacted" in e.text for e in second)
+    assert isinstance(second[-1], TurnFinished) and second[-1].final_text == "second answer"
+    assert any("Summary of the conversation" in str(m.get("content")) for m in last)
+    assert not any("line of text" in str(m.get("content")) for m in last)
