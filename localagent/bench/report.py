@@ -193,8 +193,10 @@ def _requests_section(targets: Sequence[TargetResult]) -> list[str]:
         "",
         "<details><summary>per request: tokens, speeds, drafts</summary>",
         "",
-        "| target | prompt | run | prompt tokens | tokens | tok/s | client tok/s | gen s | drafted | accepted | "
-        "accept | client ÷ server |",
+        (
+            "| target | prompt | run | prompt tokens | tokens | tok/s | client tok/s | gen s | drafted | accepted | "
+            "accept | client ÷ server |"
+        ),
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for target in targets:
