@@ -201,12 +201,23 @@ def test_save_into_a_new_file_extends_the_builtin_profile(tmp_path: Path) -> Non
         save_profile_settings(config, "nowhere", "speculative", {"n_max": 8})
 
 
-def test_save_refuses_a_profile_written_in_a_form_it_cannot_edit(tmp_path: Path) -> None:
+def test_save_edits_an_inline_profile_table_in_place(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    original = '[profiles]\ntiny = { extends = "tiny", ctx_size = 2048 }\n'
+    config.write_text('[profiles]\ntiny = { extends = "tiny", ctx_size = 2048 }  # short form\n')
+    save_profile_settings(config, "tiny", "speculative", {"ngram_n_min": 8})
+    text = config.read_text()
+    assert "# short form" in text
+    assert tomllib.loads(text)["profiles"]["tiny"] == {
+        "extends": "tiny", "ctx_size": 2048, "speculative": {"ngram_n_min": 8}
+    }
+
+
+def test_save_refuses_values_that_would_break_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    original = '[profiles.tiny]\nextends = "tiny"\n'
     config.write_text(original)
-    with pytest.raises(UsageError, match="by hand"):
-        save_profile_settings(config, "tiny", "speculative", {"ngram_n_min": 8})
+    with pytest.raises(UsageError, match="not saved"):
+        save_profile_settings(config, "tiny", "speculative", {"n_max": 0})
     assert config.read_text() == original
 
 
