@@ -14,8 +14,8 @@ from agent.errors import AgentError
 from localagent.errors import LocalAgentError
 from server.errors import ProfileError, ServerError
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -28,11 +28,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from localagent import mcp_commands, run_command, server_commands
+    from localagent.bench import command as bench_command
+    from tui.launch import add_tui_arguments
 
     server_commands.register(commands)
     run_command.register(commands)
     mcp_commands.register(commands)
-    from localagent.bench import command as bench_command; bench_command.register(commands)  # noqa: E702
+    bench_command.register(commands)
+    add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
 
 
@@ -40,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
+    if handler is None and args.command is None:
+        from tui.launch import cmd_tui
+
+        handler = cmd_tui
     if handler is None:
         parser.print_help()
         sys.exit(0)

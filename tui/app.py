@@ -1,0 +1,193 @@
+"""The localagent Textual app.
+
+``LocalAgentApp(runtime_factory)``: the factory is an async callable that builds the runtime (the
+real one calls ``build_agent``; tests and the benchmark pass their own), so the app runs without
+a server as easily as with one. While the factory runs, a loading screen shows the server's state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
+
+from agent.events import ApprovalRequested, Event
+from server.supervisor import SupervisorStatus
+from server.telemetry import ServerStats, TelemetryPoller
+from tui.messages import ServerStatusChanged, TelemetryUpdated
+from tui.runtime import RuntimeFactory, TuiRuntime, server_root
+from tui.screens.chat import ChatScreen
+from tui.screens.loading import LoadingScreen
+from tui.screens.mcp_approval import McpApprovalScreen
+from tui.widgets.prompt_input import PromptInput
+
+# A second Ctrl+C within this many seconds quits.
+QUIT_WINDOW_S = 2.0
+
+
+class LocalAgentApp(App[int]):
+    TITLE = "localagent"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        # Priority: it must work while the prompt (which would copy on Ctrl+C) or a modal has focus.
+        Binding("ctrl+c", "interrupt", "Cancel / quit", priority=True),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        runtime_factory: RuntimeFactory,
+        *,
+        label: str = "",
+        telemetry: bool = True,
+        poll_interval: float = 1.0,
+    ) -> None:
+        super().__init__()
+        self.runtime_factory = runtime_factory
+        self.label = label
+        self.telemetry = telemetry
+        self.poll_interval = poll_interval
+        self.runtime: TuiRuntime | None = None
+        self.chat = ChatScreen(label)
+        self.loading_screen = LoadingScreen(label or "the model server")
+        self.poller: TelemetryPoller | None = None
+        self._boot_worker: Worker[Any] | None = None
+        self._stopping_runtime = False
+        # Why the runtime could not be built; the launcher re-raises it once the screen is gone.
+        self.boot_error: BaseException | None = None
+        self._last_interrupt = -QUIT_WINDOW_S
+
+    async def on_mount(self) -> None:
+        # Both screens are composed before start-up begins: a fast runtime factory (an endpoint
+        # that is already up) must not find the chat screen without its widgets.
+        await self.push_screen(self.chat)
+        await self.push_screen(self.loading_screen)
+        self._boot_worker = self._boot()
+
+    # -- start-up --------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="boot", exit_on_error=False, name="start")
+    async def _boot(self) -> TuiRuntime:
+        return await self.runtime_factory(self._status_from_supervisor)
+
+    async def approve_project_mcp(self, request: Any) -> bool:
+        """Asked by build_agent (inside the start-up worker) before a repo's own MCP servers run."""
+        return bool(await self.push_screen_wait(McpApprovalScreen(request)))
+
+    def _status_from_supervisor(self, status: SupervisorStatus) -> None:
+        # Called from the supervisor's tasks in this loop: hand over as a message, never touch
+        # widgets from inside someone else's callback.
+        self.post_message(ServerStatusChanged(status))
+
+    def on_server_status_changed(self, message: ServerStatusChanged) -> None:
+        self.chat.metrics.apply_status(message.status)
+        if self.loading_screen in self.screen_stack:
+            self.loading_screen.show_status(message.status)
+
+    def on_telemetry_updated(self, message: TelemetryUpdated) -> None:
+        self.chat.metrics.apply_stats(message.stats)
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._boot_worker:
+            return
+        if event.state == WorkerState.SUCCESS:
+            await self._attach(event.worker.result)
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.boot_error = error
+            self.loading_screen.show_error(str(error) or type(error).__name__)
+
+    async def _attach(self, runtime: TuiRuntime) -> None:
+        if self._stopping_runtime:
+            await runtime.close()
+            return
+        _keep_approvals_loggable(runtime.agent)
+        # The conversation (a resumed one included) is in place before the loading screen goes.
+        await self.chat.attach(runtime)
+        self.runtime = runtime
+        if self.screen is self.loading_screen:
+            self.pop_screen()
+            self.chat.prompt.focus()
+        root = server_root(runtime.base_url)
+        if self.telemetry and root is not None:
+            api_key = getattr(getattr(runtime.agent, "client", None), "api_key", None)
+            self.poller = TelemetryPoller.for_server(root, api_key, self.poll_interval)
+            self.poller.subscribe(self._stats_from_poller)
+            self.poller.start()
+
+    def _stats_from_poller(self, stats: ServerStats) -> None:
+        self.post_message(TelemetryUpdated(stats))
+
+    # -- leaving ---------------------------------------------------------------------------------
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: cancel the running turn; on an idle prompt, clear it, and twice in a row quit."""
+        if self.runtime is None:  # still starting (or failed): nothing to cancel, so leave
+            await self.action_quit()
+            return
+        if self.chat.action_cancel_turn():
+            self._last_interrupt = -QUIT_WINDOW_S
+            return
+        now = time.monotonic()
+        if now - self._last_interrupt < QUIT_WINDOW_S:
+            await self.action_quit()
+            return
+        self._last_interrupt = now
+        prompt = self.chat.query_one(PromptInput)
+        if prompt.text:
+            prompt.clear()
+        self.notify("Press Ctrl+C again to quit", timeout=QUIT_WINDOW_S)
+
+    async def action_quit(self) -> None:
+        if not self._stopping_runtime and self.runtime is not None and self.runtime.server is not None:
+            self.notify("stopping the model server…", timeout=10)
+        await self.close_runtime()
+        self.exit(return_code=1 if self.boot_error is not None else 0)
+
+    async def close_runtime(self) -> None:
+        """Cancel agent work, stop polling, stop the server this session started. Idempotent."""
+        if self._stopping_runtime:
+            return
+        self._stopping_runtime = True
+        for worker in list(self.workers):
+            if worker is not self._boot_worker and not worker.is_finished:
+                worker.cancel()
+        boot = self._boot_worker
+        if boot is not None and not boot.is_finished:
+            boot.cancel()
+            try:
+                await boot.wait()
+            except (WorkerCancelled, WorkerFailed):
+                pass
+        if self.poller is not None:
+            await self.poller.stop()
+            self.poller = None
+        if self.runtime is not None:
+            await self.runtime.close()
+
+    async def on_unmount(self) -> None:
+        # However the app ends, a server this session started does not outlive it.
+        await self.close_runtime()
+
+
+def _keep_approvals_loggable(agent: Any) -> None:
+    """Workaround: ``Event.to_dict`` deep-copies ``ApprovalRequested._future``, which cannot be
+    copied, so the session log's sink raises and ends the turn the first time a person is asked
+    (headless runs never ask, which is why it went unnoticed). Hand the sink a copy without the
+    future. Remove once agent/events.py skips private fields before copying."""
+    original = getattr(agent, "sink", None)
+    if original is None or getattr(original, "_tui_guarded", False):
+        return
+
+    def sink(event: Event) -> None:
+        if isinstance(event, ApprovalRequested):
+            event = replace(event, _future=None)
+        original(event)
+
+    sink._tui_guarded = True  # type: ignore[attr-defined]
+    agent.sink = sink

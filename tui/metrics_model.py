@@ -1,0 +1,174 @@
+"""What the metrics panel shows, as plain data updated from agent events, server status and telemetry.
+
+Kept free of Textual: events arrive far faster than the screen repaints, so the panel only reads
+this model on its own refresh tick.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from agent.events import Metrics
+from server.supervisor import ServerState, SupervisorStatus
+from server.telemetry import ServerStats
+
+SPARK_POINTS = 120
+# One sparkline point per this many seconds: enough to show the shape of a turn, and cheap at
+# thousands of tokens per second.
+SAMPLE_EVERY_S = 0.1
+
+
+@dataclass
+class LiveMetrics:
+    n_ctx: int | None = None
+    # The request in flight, or the last one when none is.
+    request: Metrics | None = None
+    request_open: bool = False
+    # Draft counts of this turn's finished requests (a turn is several requests when tools run).
+    turn_drafted: int = 0
+    turn_accepted: int = 0
+    turn_saw_drafts: bool = False
+    samples: deque[float] = field(default_factory=lambda: deque(maxlen=SPARK_POINTS))
+    last_sample_at: float = -math.inf
+    # Since when a request has been sent without a token back: the server is reading the prompt.
+    waiting_since: float | None = None
+    # From /props, /slots and /metrics.
+    speculative: bool | None = None
+    mean_accepted_length: float | None = None
+    acceptance_by_position: tuple[float, ...] = ()
+    server_acceptance: float | None = None
+    # From the supervisor (managed server) or the poller (attached server).
+    server_state: str = "starting"
+    restarts: int = 0
+    server_pid: int | None = None
+    server_message: str = ""
+    managed: bool = True
+    # Session totals.
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+
+    # -- updates -------------------------------------------------------------------------------
+
+    def turn_started(self, now: float) -> None:
+        self.turns += 1
+        self.turn_drafted = self.turn_accepted = 0
+        self.turn_saw_drafts = False
+        self.samples.clear()
+        self.last_sample_at = -math.inf
+        self.request_started(now)
+
+    def request_started(self, now: float) -> None:
+        self.waiting_since = now
+
+    def record(self, metrics: Metrics, now: float) -> None:
+        self.request = metrics
+        self.request_open = True
+        self.waiting_since = None
+        if metrics.n_ctx:
+            self.n_ctx = metrics.n_ctx
+        if metrics.draft_n is not None:
+            self.turn_saw_drafts = True
+        if metrics.predicted_per_second and now - self.last_sample_at >= SAMPLE_EVERY_S:
+            self.samples.append(metrics.predicted_per_second)
+            self.last_sample_at = now
+
+    def request_finished(self) -> None:
+        """Fold the finished request's drafts into the turn's, so they are counted once."""
+        if self.request is not None and self.request_open:
+            self.turn_drafted += self.request.draft_n or 0
+            self.turn_accepted += self.request.draft_n_accepted or 0
+        self.request_open = False
+        self.waiting_since = None
+
+    def turn_finished(self, totals: dict[str, int]) -> None:
+        self.request_finished()
+        self.set_totals(totals)
+
+    def set_totals(self, totals: dict[str, int]) -> None:
+        self.prompt_tokens = int(totals.get("prompt_tokens", 0))
+        self.completion_tokens = int(totals.get("completion_tokens", 0))
+        self.tool_calls = int(totals.get("tool_calls", 0))
+
+    def reset_conversation(self) -> None:
+        self.request = None
+        self.request_open = False
+        self.turn_drafted = self.turn_accepted = 0
+        self.turn_saw_drafts = False
+        self.samples.clear()
+        self.waiting_since = None
+
+    def apply_status(self, status: SupervisorStatus) -> None:
+        self.managed = True
+        self.server_state = str(status.state)
+        self.restarts = status.restarts
+        self.server_pid = status.pid
+        self.server_message = status.message
+
+    def apply_stats(self, stats: ServerStats) -> None:
+        if stats.reachable:
+            self.speculative = stats.speculative
+        if stats.n_ctx:
+            self.n_ctx = stats.n_ctx
+        metrics = stats.metrics
+        if metrics is not None:
+            self.mean_accepted_length = metrics.mean_accepted_length
+            self.acceptance_by_position = metrics.acceptance_by_position
+            self.server_acceptance = metrics.acceptance
+        if not self.managed:
+            # No supervisor tells us about an attached server: reachability is all we know.
+            self.server_state = str(ServerState.READY) if stats.reachable else str(ServerState.DOWN)
+
+    # -- derived figures -------------------------------------------------------------------------
+
+    @property
+    def generation_tps(self) -> float | None:
+        return self.request.predicted_per_second if self.request else None
+
+    @property
+    def drafted(self) -> int:
+        open_ = (self.request.draft_n or 0) if self.request and self.request_open else 0
+        return self.turn_drafted + open_
+
+    @property
+    def accepted(self) -> int:
+        open_ = (self.request.draft_n_accepted or 0) if self.request and self.request_open else 0
+        return self.turn_accepted + open_
+
+    @property
+    def has_drafts(self) -> bool:
+        return self.turn_saw_drafts or bool(self.request and self.request.draft_n is not None)
+
+    @property
+    def acceptance(self) -> float | None:
+        """This turn's share of drafted tokens the target accepted; None when nothing was drafted."""
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def acceptance_note(self) -> str | None:
+        """Why there is no acceptance figure, said in words instead of a misleading 0 %."""
+        if self.has_drafts and self.drafted:
+            return None
+        if self.speculative is False:
+            return "off on this server"
+        if self.has_drafts:
+            return "nothing drafted yet"
+        return "nothing drafted yet" if self.speculative else "no drafts (speculation off?)"
+
+    @property
+    def prompt_tps(self) -> float | None:
+        return self.request.prompt_per_second if self.request and self.request.prompt_n else None
+
+    @property
+    def cache_reuse(self) -> float | None:
+        if self.request is None:
+            return None
+        total = self.request.cache_n + self.request.prompt_n
+        return self.request.cache_n / total if total else None
+
+    @property
+    def context_used(self) -> int:
+        return self.request.context_used if self.request else 0

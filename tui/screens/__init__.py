@@ -1,0 +1,1 @@
+"""Screens, each with its own stylesheet next to it."""

@@ -1,0 +1,133 @@
+"""A synthetic agent and runtime: a canned event stream at a chosen token rate, no server.
+
+Used by the benchmark (scripts/tui_bench.py) and by snapshot tests, which need the app without a
+network. It has the same surface the TUI uses on the real ``Agent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.events import Event, HistoryReplaced, MessageAppended, Metrics, Notice, TextDelta, TurnFinished, TurnStarted
+
+# Realistic Markdown: paragraphs, a list, a code fence, so the stream exercises block parsing.
+PARAGRAPHS = [
+    "The function walks the list once and keeps a running total, so it is **O(n)** in time.",
+    "Edge cases:\n\n- an empty list returns `0`\n- negative numbers are fine\n- floats keep their precision",
+    "```python\ndef total(values: list[float]) -> float:\n    result = 0.0\n    for value in values:\n"
+    "        result += value\n    return result\n```",
+    "## Testing\n\nRun `pytest -q` after the change; the new test covers the empty list.",
+]
+
+
+def synthetic_tokens(count: int) -> list[str]:
+    """``count`` word-sized tokens that add up to well-formed Markdown."""
+    source = "\n\n".join(PARAGRAPHS) + "\n\n"
+    words: list[str] = []
+    for piece in source.split(" "):
+        words.append(piece + " ")
+    tokens: list[str] = []
+    while len(tokens) < count:
+        tokens.extend(words)
+    return tokens[:count]
+
+
+@dataclass
+class _Policy:
+    mode: str = "ask"
+
+
+@dataclass
+class SyntheticAgent:
+    tokens_per_second: float = 2000.0
+    tokens: int = 200
+    n_ctx: int | None = 8192
+    speculative: bool = True
+    # Tokens per event: llama-server sends one token per chunk; 1 models that.
+    tokens_per_event: int = 1
+    totals: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0})
+    messages: list[dict[str, Any]] = field(default_factory=lambda: [{"role": "system", "content": "synthetic"}])
+    policy: _Policy = field(default_factory=_Policy)
+    emitted: int = 0
+    # When the first and the last token were handed to the consumer (for the benchmark).
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+
+    async def run_turn(self, user_text: str) -> AsyncIterator[Event]:
+        turn = sum(1 for m in self.messages if m["role"] == "user") + 1
+        yield TurnStarted(turn, user_text)
+        self.messages.append({"role": "user", "content": user_text})
+        yield MessageAppended(self.messages[-1])
+        text = synthetic_tokens(self.tokens)
+        start = time.monotonic()
+        prompt_n = 600
+        for index in range(0, len(text), self.tokens_per_event):
+            # Pace by the clock, not by sleeping a fixed step: the rate holds even if the UI is slow
+            # to take each event, which is what the benchmark measures.
+            due = start + index / self.tokens_per_second
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            fragment = "".join(text[index : index + self.tokens_per_event])
+            produced = min(index + self.tokens_per_event, len(text))
+            self.emitted = produced
+            if self.first_token_at is None:
+                self.first_token_at = time.monotonic()
+            yield TextDelta(fragment)
+            elapsed = max(time.monotonic() - start, 1e-6)
+            drafted = produced if self.speculative else None
+            yield Metrics(
+                predicted_n=produced,
+                predicted_per_second=produced / elapsed,
+                prompt_n=prompt_n,
+                cache_n=0,
+                prompt_per_second=3000.0,
+                draft_n=drafted,
+                draft_n_accepted=None if drafted is None else int(drafted * 0.7),
+                context_used=prompt_n + produced,
+                n_ctx=self.n_ctx,
+            )
+        self.last_token_at = time.monotonic()
+        answer = "".join(text)
+        self.messages.append({"role": "assistant", "content": answer})
+        yield MessageAppended(self.messages[-1])
+        self.totals["prompt_tokens"] += prompt_n
+        self.totals["completion_tokens"] += len(text)
+        yield TurnFinished("done", answer, 1, prompt_n, len(text))
+
+    async def compact_now(self) -> AsyncIterator[Event]:
+        yield Notice("compacted the conversation (asked for)")
+        yield HistoryReplaced(list(self.messages))
+
+    def clear(self) -> Event:
+        self.messages = self.messages[:1]
+        return HistoryReplaced(list(self.messages))
+
+    def set_mode(self, mode: str) -> None:
+        self.policy = _Policy(mode)
+
+
+@dataclass
+class SyntheticRuntime:
+    agent: Any
+    server: Any = None
+    session_id: str = "synthetic"
+    checkpoints: Any = None
+    base_url: str = "synthetic://"
+    closed: bool = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def factory_for(runtime: SyntheticRuntime):
+    """A runtime factory that hands back ``runtime`` at once."""
+
+    async def build(on_status: Any) -> SyntheticRuntime:
+        return runtime
+
+    return build
