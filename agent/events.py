@@ -4,7 +4,7 @@ the session file stores it."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 FinishReason = Literal[
@@ -17,7 +17,8 @@ class Event:
     type: str = field(init=False, default="event")
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if not key.startswith("_")}
+        # Not dataclasses.asdict: it deep-copies every field, and a Future cannot be copied.
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
 
 @dataclass(frozen=True)

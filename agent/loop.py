@@ -113,7 +113,10 @@ class Agent:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in tools
         ]
-        self.messages: list[dict[str, Any]] = history or [{"role": "system", "content": system_prompt}]
+        system = {"role": "system", "content": system_prompt}
+        # A resumed history holds only appended messages: the system prompt is rebuilt, not stored.
+        history = [m for m in history or [] if m.get("role") != "system"]
+        self.messages: list[dict[str, Any]] = [system, *history]
         self.turns = sum(1 for m in self.messages if m["role"] == "user")
         self.compactor = Compactor(client, config.model)
         self.last_context_used = 0

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
@@ -232,6 +231,7 @@ def test_resume_after_kill_keeps_the_conversation(la_env):
     assert any("pineapple" in c for c in contents)
     assert any(m["role"] == "tool" for m in messages)
     assert contents[-1] == "And now?"
+    assert messages[0]["role"] == "system" and "localagent" in messages[0]["content"]
     assert (la_env.workspace / "first.txt").read_text() == "1\n"
 
 

@@ -21,7 +21,6 @@ from tui.synthetic import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.diff_view import DiffView
 from tui.widgets.notice_line import NoticeLine
-from tui.widgets.prompt_input import PromptInput
 from tui.widgets.tool_call_block import ToolCallBlock
 from tui.widgets.user_message import UserMessage
 
@@ -56,9 +55,12 @@ async def ready(pilot: Pilot) -> LocalAgentApp:
 
 
 async def submit(pilot: Pilot, text: str) -> None:
-    prompt = pilot.app.chat.prompt  # type: ignore[attr-defined]
-    prompt.text = text
+    """Type ``text`` and press Enter; return once the chat screen has taken it."""
+    chat = pilot.app.chat  # type: ignore[attr-defined]
+    before = chat.submissions
+    chat.prompt.text = text
     await pilot.press("enter")
+    await wait_for(pilot, lambda: chat.submissions > before)
 
 
 async def turn_done(pilot: Pilot) -> None:
@@ -300,6 +302,7 @@ async def test_shift_enter_and_ctrl_j_make_new_lines_instead_of_sending():
         assert app.chat.prompt.text == "a\nb\nc"
         assert len(app.chat.query(UserMessage)) == 0
         await pilot.press("enter")
+        await wait_for(pilot, lambda: app.chat.submissions == 1)
         await turn_done(pilot)
         assert [m.text for m in app.chat.query(UserMessage)] == ["a\nb\nc"]
 

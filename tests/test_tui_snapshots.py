@@ -26,6 +26,7 @@ from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
 from tui.app import LocalAgentApp
 from tui.screens.approval import ApprovalScreen
 from tui.synthetic import SyntheticAgent, SyntheticRuntime, factory_for
+from tui.widgets.assistant_message import AssistantMessage
 
 SIZE = (120, 40)
 
@@ -67,6 +68,15 @@ async def settle(pilot: Pilot) -> LocalAgentApp:
     app.chat.prompt.cursor_blink = False
     await pilot.pause()
     return app
+
+
+async def shown(pilot: Pilot) -> None:
+    """Until the answers show all their text: it is handed to the Markdown stream on a timer."""
+    app = pilot.app
+    assert isinstance(app, LocalAgentApp)
+    while any(answer.source != answer.text for answer in app.chat.query(AssistantMessage)):
+        await pilot.pause(0.05)
+    await pilot.pause()
 
 
 def metrics(predicted: int, tps: float, drafted: int | None, accepted: int | None) -> Metrics:
@@ -129,7 +139,7 @@ def test_streaming_answer(snap_compare):
         app = await settle(pilot)
         await stream_answer(app, finish=False)
         await feed_metrics(app, speculative=True)
-        await pilot.pause(0.2)  # the answer's pending text is flushed on a timer
+        await shown(pilot)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 
@@ -177,7 +187,7 @@ def test_metrics_panel_with_speculative_decoding(snap_compare):
         app = await settle(pilot)
         await stream_answer(app, finish=True)
         await feed_metrics(app, speculative=True)
-        await pilot.pause(0.1)
+        await shown(pilot)
 
     assert snap_compare(make_app(speculative=True), terminal_size=SIZE, run_before=run_before)
 
@@ -187,6 +197,6 @@ def test_metrics_panel_without_speculative_decoding(snap_compare):
         app = await settle(pilot)
         await stream_answer(app, finish=True)
         await feed_metrics(app, speculative=False)
-        await pilot.pause(0.1)
+        await shown(pilot)
 
     assert snap_compare(make_app(speculative=False), terminal_size=SIZE, run_before=run_before)

@@ -72,7 +72,7 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
         "LOCALAGENT_CACHE_DIR": la_env.env["LOCALAGENT_CACHE_DIR"],
         "LOCALAGENT_SERVER__PORT": str(port),
         # The 270M model rambles: a cap keeps the turn short, repetition feeds the n-gram drafter.
-        "LOCALAGENT_AGENT__MAX_TOKENS": "160",
+        "LOCALAGENT_AGENT__MAX_TOKENS": "96",
         "TERM": "xterm-256color",
     }
     localagent = Path(sys.executable).with_name("localagent")
@@ -96,21 +96,32 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
             speed = TOKS.search(screen)
             return bool(speed and float(speed.group(1).replace(",", "")) > 0 and ACCEPT.search(screen))
 
+        def cancel_turn_if_running(attempt: int) -> None:
+            # Ctrl+C cancels a running turn (an approval modal included: the 270M model sometimes
+            # prints a tool call); the cancelled turn is recorded like any other.
+            if turns_finished(la_env) < attempt:
+                tmux("send-keys", "-t", "la", "C-c")
+                tmux.wait_for(lambda s: turns_finished(la_env) >= attempt, 60, "the cancelled turn")
+
         # The n-gram drafter only drafts what the context already holds; a sampled answer may not
         # repeat itself, so ask again (the history then holds the text to repeat).
         screen = ""
+        attempt = 0
         for attempt in range(1, 4):
             tmux("send-keys", "-t", "la", "-l", "Repeat the word hello twenty times")
             tmux("send-keys", "-t", "la", "Enter")
-            screen = tmux.wait_for(lambda s: figures(s) or turns_finished(la_env) >= attempt, 120, "the turn")
+            screen = tmux.wait_for(
+                lambda s: figures(s) or turns_finished(la_env) >= attempt or "Allow once" in s, 90, "the turn"
+            )
             if figures(screen):
                 break
+            cancel_turn_if_running(attempt)
         assert figures(screen), screen
         assert float(TOKS.search(screen).group(1).replace(",", "")) > 0
         assert 0.0 <= float(ACCEPT.search(screen).group(1)) <= 100.0
         assert "Repeat the word hello twenty times" in screen
+        cancel_turn_if_running(attempt)
 
-        tmux.wait_for(lambda s: turns_finished(la_env) >= attempt, 120, "the turn to end")
         tmux("send-keys", "-t", "la", "-l", "/quit")
         tmux("send-keys", "-t", "la", "Enter")
         deadline = time.monotonic() + 60

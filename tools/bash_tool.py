@@ -46,7 +46,7 @@ class BashTool(Tool):
         "such as -y or --no-pager instead. Each call starts a fresh shell (cd and exports do not "
         "carry over). Long output is shortened to its head and tail and the full text is saved "
         "to a file whose path is given. The command and all its child processes are killed "
-        f"after `timeout` seconds (default 120, max 600). To leave a server running, redirect "
+        "after `timeout` seconds (default 120, max 600). To leave a server running, redirect "
         "its output: `cmd > server.log 2>&1 &`. Prefer the view, grep and glob tools for "
         "reading and searching files."
     )

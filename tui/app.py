@@ -8,7 +8,6 @@ a server as easily as with one. While the factory runs, a loading screen shows t
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 from textual import work
@@ -16,7 +15,6 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from agent.events import ApprovalRequested, Event
 from server.supervisor import SupervisorStatus
 from server.telemetry import ServerStats, TelemetryPoller
 from tui.messages import ServerStatusChanged, TelemetryUpdated
@@ -106,7 +104,6 @@ class LocalAgentApp(App[int]):
         if self._stopping_runtime:
             await runtime.close()
             return
-        _keep_approvals_loggable(runtime.agent)
         # The conversation (a resumed one included) is in place before the loading screen goes.
         await self.chat.attach(runtime)
         self.runtime = runtime
@@ -173,21 +170,3 @@ class LocalAgentApp(App[int]):
     async def on_unmount(self) -> None:
         # However the app ends, a server this session started does not outlive it.
         await self.close_runtime()
-
-
-def _keep_approvals_loggable(agent: Any) -> None:
-    """Workaround: ``Event.to_dict`` deep-copies ``ApprovalRequested._future``, which cannot be
-    copied, so the session log's sink raises and ends the turn the first time a person is asked
-    (headless runs never ask, which is why it went unnoticed). Hand the sink a copy without the
-    future. Remove once agent/events.py skips private fields before copying."""
-    original = getattr(agent, "sink", None)
-    if original is None or getattr(original, "_tui_guarded", False):
-        return
-
-    def sink(event: Event) -> None:
-        if isinstance(event, ApprovalRequested):
-            event = replace(event, _future=None)
-        original(event)
-
-    sink._tui_guarded = True  # type: ignore[attr-defined]
-    agent.sink = sink

@@ -60,6 +60,8 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self.label = label
         self.runtime: TuiRuntime | None = None
+        # Prompts and commands taken so far (tests wait on it instead of sleeping).
+        self.submissions = 0
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -162,7 +164,13 @@ class ChatScreen(Screen[None]):
     @on(PromptSubmitted)
     async def _submitted(self, message: PromptSubmitted) -> None:
         message.stop()
-        command = commands.parse(message.text)
+        try:
+            await self._take(message.text)
+        finally:
+            self.submissions += 1
+
+    async def _take(self, text: str) -> None:
+        command = commands.parse(text)
         if command is not None:
             await self.run_command(command)
             return
@@ -172,7 +180,7 @@ class ChatScreen(Screen[None]):
         if self.turn_running:
             await self.conversation.add_notice("a turn is running: wait for it, or press Esc to cancel it", "warning")
             return
-        text = commands.unescape(message.text)
+        text = commands.unescape(text)
         await self.conversation.add_user(text)
         self.run_turn(text)
 

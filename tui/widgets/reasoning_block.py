@@ -24,6 +24,8 @@ class ReasoningBlock(Collapsible):
         background: transparent;
     }
     ReasoningBlock > Contents { padding: 0 0 0 2; }
+    /* The title grows as words arrive; a fixed width never clips it. */
+    ReasoningBlock > CollapsibleTitle { width: 100%; }
     ReasoningBlock .reasoning-text { color: $text-muted; text-style: italic; }
     """
 
