@@ -8,7 +8,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from agent.events import Event, Metrics, ReasoningDelta, TextDelta
+from agent.events import Event, Metrics, PromptProgress, ReasoningDelta, TextDelta
 
 
 @dataclass
@@ -43,7 +43,7 @@ async def stream_completion(
     # The history and the tool schemas travel in extra_body, which the SDK merges into the JSON
     # as it is. Passed as typed parameters, the SDK walks every message and schema on every
     # request (tens of ms once the history is long): that would be the agent's largest overhead.
-    body: dict[str, Any] = {"messages": messages, "timings_per_token": True, **sampling}
+    body: dict[str, Any] = {"messages": messages, "timings_per_token": True, "return_progress": True, **sampling}
     if tools:
         body["tools"] = tools
     stream = await client.chat.completions.create(
@@ -55,6 +55,13 @@ async def stream_completion(
     )
     async for chunk in stream:
         extra = chunk.model_extra or {}
+        progress = extra.get("prompt_progress")
+        if progress and progress.get("total"):
+            yield PromptProgress(
+                processed=int(progress.get("processed") or 0),
+                total=int(progress["total"]),
+                cache=int(progress.get("cache") or 0),
+            )
         timings = extra.get("timings")
         if timings:
             result.timings = timings

@@ -96,6 +96,16 @@ class Metrics(Event):
 
 
 @dataclass(frozen=True)
+class PromptProgress(Event):
+    """The server is reading the prompt: ``processed`` of ``total`` tokens (``cache`` reused)."""
+
+    processed: int
+    total: int
+    cache: int
+    type: str = field(init=False, default="prompt_progress")
+
+
+@dataclass(frozen=True)
 class MessageAppended(Event):
     """A message added to the conversation history, exactly as sent to the server."""
 

@@ -93,3 +93,21 @@ async def test_managed_server_killed_midstream_is_restarted_and_the_request_retr
     session_file = next((la_env.home / "data" / "sessions").glob("*.jsonl"))
     recorded = [json.loads(line)["type"] for line in session_file.read_text().splitlines()[1:]]
     assert recorded.count("notice") >= 2 and recorded[-1] == "turn_finished"
+
+
+async def test_long_prompt_reports_real_prompt_processing_progress(la_env, llama_server_binary, monkeypatch):
+    from agent.events import PromptProgress
+
+    monkeypatch.setenv("LOCALAGENT_AGENT__MAX_TOKENS", "4")
+    ctx = AppContext.load(la_env.workspace)
+    runtime = await build_agent(ctx, AgentOptions(profile="tiny-baseline", port="auto", headless=True))
+    try:
+        events = [e async for e in runtime.agent.run_turn("Summarise: " + "the quick brown fox jumps. " * 300)]
+    finally:
+        await runtime.close()
+    progress = [e for e in events if isinstance(e, PromptProgress)]
+    assert progress, [e.type for e in events][:20]
+    assert progress[-1].total > 1000
+    assert all(0 <= p.processed <= p.total for p in progress)
+    assert progress[-1].processed > progress[0].processed or len(progress) == 1
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"

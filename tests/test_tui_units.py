@@ -143,3 +143,19 @@ def test_the_core_never_imports_the_tui():
                     names = [node.module]
                 offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("textual", "tui")]
     assert offenders == []
+
+
+def test_metrics_model_shows_real_prompt_progress_until_the_first_token():
+    from agent.events import Metrics
+    from tui.metrics_model import LiveMetrics
+
+    model = LiveMetrics()
+    model.request_started(0.0)
+    model.reading(512, 2048, 0.5)
+    assert model.prompt_progress == (512, 2048) and model.waiting_since == 0.0
+    model.record(
+        Metrics(predicted_n=1, predicted_per_second=10.0, prompt_n=2048, cache_n=0, prompt_per_second=900.0,
+                draft_n=None, draft_n_accepted=None, context_used=2049, n_ctx=8192),
+        1.0,
+    )
+    assert model.prompt_progress is None and model.waiting_since is None

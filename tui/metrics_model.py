@@ -34,6 +34,8 @@ class LiveMetrics:
     last_sample_at: float = -math.inf
     # Since when a request has been sent without a token back: the server is reading the prompt.
     waiting_since: float | None = None
+    # (processed, total) prompt tokens while the server reads the prompt, when it says so.
+    prompt_progress: tuple[int, int] | None = None
     # From /props, /slots and /metrics.
     speculative: bool | None = None
     mean_accepted_length: float | None = None
@@ -63,11 +65,18 @@ class LiveMetrics:
 
     def request_started(self, now: float) -> None:
         self.waiting_since = now
+        self.prompt_progress = None
+
+    def reading(self, processed: int, total: int, now: float) -> None:
+        if self.waiting_since is None:
+            self.waiting_since = now
+        self.prompt_progress = (processed, total)
 
     def record(self, metrics: Metrics, now: float) -> None:
         self.request = metrics
         self.request_open = True
         self.waiting_since = None
+        self.prompt_progress = None
         if metrics.n_ctx:
             self.n_ctx = metrics.n_ctx
         if metrics.draft_n is not None:

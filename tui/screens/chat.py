@@ -30,6 +30,7 @@ from agent.events import (
     MessageAppended,
     Metrics,
     Notice,
+    PromptProgress,
     ReasoningDelta,
     TextDelta,
     ToolCallFinished,
@@ -247,6 +248,8 @@ class ChatScreen(Screen[None]):
             await conversation.write_text(event.text)
         elif isinstance(event, Metrics):
             self.metrics.record(event)
+        elif isinstance(event, PromptProgress):
+            self.metrics.reading(event.processed, event.total)
         elif isinstance(event, ReasoningDelta):
             await conversation.write_reasoning(event.text)
         elif isinstance(event, ToolCallStarted):

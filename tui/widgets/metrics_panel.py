@@ -84,6 +84,10 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         self.model.record(metrics, time.monotonic() if now is None else now)
         self._dirty = True
 
+    def reading(self, processed: int, total: int, now: float | None = None) -> None:
+        self.model.reading(processed, total, time.monotonic() if now is None else now)
+        self._dirty = True
+
     def turn_started(self, now: float | None = None) -> None:
         self.model.turn_started(time.monotonic() if now is None else now)
         self._dirty = True
@@ -142,6 +146,12 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         self._put("m-accept", self._acceptance_text())
         self._put("m-prompt", self._prompt_text())
         self.set_class(m.waiting_since is not None, "-reading")
+        reading_bar = self.query_one("#m-reading", ProgressBar)
+        if m.prompt_progress is not None:
+            processed, total = m.prompt_progress
+            reading_bar.update(total=total, progress=processed)
+        elif reading_bar.total is not None:
+            reading_bar.update(total=None)
         context = self.query_one("#m-context", ProgressBar)
         if m.n_ctx:
             context.update(total=m.n_ctx, progress=min(m.context_used, m.n_ctx))
@@ -188,7 +198,15 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         text = Text()
         if m.waiting_since is not None:
             elapsed = time.monotonic() - m.waiting_since
-            text.append(f"reading the prompt… {elapsed:.1f} s\n", style="yellow")
+            if m.prompt_progress is not None:
+                processed, total = m.prompt_progress
+                text.append(
+                    f"reading the prompt: {formatting.count(processed)} / {formatting.count(total)} "
+                    f"({processed / total:.0%}) {elapsed:.1f} s\n",
+                    style="yellow",
+                )
+            else:
+                text.append(f"reading the prompt… {elapsed:.1f} s\n", style="yellow")
         text.append(f"{formatting.rate(m.prompt_tps)} tok/s", style="bold")
         read = m.request.prompt_n if m.request else 0
         text.append(f" · {formatting.count(read)} read", style="dim")
