@@ -63,7 +63,8 @@ async def stream_completion(
                 cache=int(progress.get("cache") or 0),
             )
         timings = extra.get("timings")
-        if timings:
+        # Chunks that only report prompt progress carry empty timings: no figures to show yet.
+        if timings and (timings.get("prompt_n") or timings.get("cache_n") or timings.get("predicted_n")):
             result.timings = timings
             yield _metrics(timings, n_ctx)
         if chunk.usage is not None:
