@@ -161,11 +161,12 @@ class ServerManager:
                     raise StartError(f"the server at {base_url} is still loading after {self.startup_timeout:.0f} s")
                 await asyncio.sleep(0.25)
 
-    def pick_port(self, requested: int | str | None, host: str) -> int:
+    def pick_port(self, requested: int | str | None, host: str) -> int | None:
+        """The port to use; None leaves it to the profile, then the default."""
         if requested == "auto":
             return free_port(host)
         if requested is None:
-            return self.port or 0
+            return self.port
         return int(requested)
 
     # -- starting ------------------------------------------------------------------------------
@@ -271,7 +272,7 @@ class ServerManager:
     def _plan_for_port(self, profile_name: str, port: int | str | None) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
         host = self.host or profile.host or "127.0.0.1"
-        chosen = self.pick_port(port, host) or None
+        chosen = self.pick_port(port, host)
         return self.plan(profile_name, port=chosen)
 
     def _new_record(
