@@ -26,6 +26,7 @@ from localagent.errors import UsageError
 from localagent.mcp_commands import open_mcp
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
+from server.profiles import DEFAULT_PROFILE
 from server.supervisor import ServerState, SupervisorStatus
 from tools.base import ToolContext
 from tools.mcp import AskApproval, McpManager
@@ -168,7 +169,7 @@ async def build_agent(
             max_steps=options.max_steps or settings.max_steps,
             compact_threshold=settings.compact_threshold,
             headless=options.headless,
-            sampling={"max_tokens": settings.max_tokens} if settings.max_tokens else {},
+            sampling=request_sampling(ctx, options),
         ),
         n_ctx=n_ctx,
         recover=make_recover(handle),
@@ -177,6 +178,18 @@ async def build_agent(
         before_turn=before_turn,
     )
     return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes)
+
+
+def request_sampling(ctx: AppContext, options: AgentOptions) -> dict[str, Any]:
+    """Per-request settings: the agent's max_tokens and, on a managed server, its profile's stops."""
+    sampling: dict[str, Any] = {}
+    if ctx.settings.agent.max_tokens:
+        sampling["max_tokens"] = ctx.settings.agent.max_tokens
+    if not (options.base_url or ctx.settings.server.base_url):
+        profile = ctx.profiles.get(options.profile or ctx.settings.server.profile or DEFAULT_PROFILE)
+        if profile is not None and profile.stop:
+            sampling["stop"] = list(profile.stop)
+    return sampling
 
 
 def session_store(ctx: AppContext) -> SessionStore:

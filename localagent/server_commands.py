@@ -15,9 +15,10 @@ from rich.table import Table
 from localagent.cli import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
-from server.build import BuildRequest, build_llama_server
+from server.build import BuildRequest, build_llama_server, smoke_records_dir
 from server.manager import ServerHandle
 from server.profiles import DEFAULT_PROFILE
+from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -29,10 +30,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     build.add_argument("--cuda-arch", help="CUDA architecture, e.g. 89 (RTX 4090); default: from nvidia-smi")
     build.add_argument("--source", type=Path, help="a llama.cpp or BeeLlama checkout (default: the pinned PyPI sdist)")
     build.add_argument("--jobs", "-j", type=int, help="parallel compile jobs (default: all cores)")
+    build.add_argument(
+        "--portable", action="store_true",
+        help="CPU variants chosen at run time, for a binary copied between machines (slower to build)",
+    )
+    build.add_argument("--rebuild", action="store_true", help="build again even if a cached build exists")
     build.set_defaults(handler=cmd_build)
 
     which = sub.add_parser("which", help="show the llama-server in use, its version and capabilities")
     which.add_argument("--json", action="store_true")
+    which.add_argument(
+        "--smoke", action="store_true", help="run the smoke test for this binary on this machine now"
+    )
     which.set_defaults(handler=cmd_which)
 
     cmd = sub.add_parser("cmd", help="print the exact llama-server command line for a profile")
@@ -79,7 +88,12 @@ def _profile_name(ctx: AppContext, given: str | None) -> str:
 def cmd_build(args: argparse.Namespace) -> int:
     ctx = AppContext.load()
     dirs = ctx.paths.server_dirs()
-    request = BuildRequest(source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs} must be at least 1")
+    request = BuildRequest(
+        source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs,
+        portable=args.portable, rebuild=args.rebuild,
+    )
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
         TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=err, transient=True,
@@ -89,9 +103,17 @@ def cmd_build(args: argparse.Namespace) -> int:
         def report(percent: int, detail: str) -> None:
             progress.update(task, completed=percent, detail=escape(detail[:60]))
 
-        result = build_llama_server(request, dirs.builds, dirs.work, report)
+        def verify(binary: Path, log: Path) -> SmokeResult:
+            def on_case(name: str) -> None:
+                progress.update(task, description="smoke test", detail=escape(name))
+
+            return smoke_test_sync(binary, dirs.model_dirs, log, on_case=on_case)
+
+        result = build_llama_server(request, dirs.builds, dirs.work, report, verify=verify)
     state = "cached, no rebuild needed" if result.cached else f"built in {result.seconds:.0f} s"
     out.print(f"{result.binary} ({state})")
+    if result.smoke is not None:
+        out.print(f"smoke test on this machine: passed ({result.smoke.summary()})")
     if not result.cached:
         out.print(f"build log: {result.log}")
     return 0
@@ -102,7 +124,21 @@ def cmd_which(args: argparse.Namespace) -> int:
     manager = ctx.server_manager()
     found = manager.binary()
     caps = manager.capabilities(found.path)
-    summary = {"binary": str(found.path), "found_via": found.origin, **caps.summary()}
+    records = SmokeRecords(smoke_records_dir(ctx.paths.server_dirs().builds))
+    if args.smoke:
+        smoke = smoke_test_sync(found.path, ctx.paths.server_dirs().model_dirs, ctx.paths.logs / "smoke.log", caps=caps)
+        records.write(found.path, smoke)
+    else:
+        smoke = records.read(found.path)
+    smoke_text = (
+        "not run on this machine (run `localagent server which --smoke`)" if smoke is None
+        else f"passed on this machine ({smoke.summary()})" if smoke.passed
+        else f"FAILED on this machine: {smoke.failure}"
+    )
+    summary = {
+        "binary": str(found.path), "found_via": found.origin, **caps.summary(),
+        "smoke_test": None if smoke is None else ("passed" if smoke.passed else "failed"),
+    }
     if args.json:
         out.print_json(json.dumps(summary))
         return 0
@@ -115,6 +151,9 @@ def cmd_which(args: argparse.Namespace) -> int:
     flags = summary["flags"]
     assert isinstance(flags, dict)
     out.print("flags:      " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in flags.items()))
+    out.print(f"smoke test: {escape(smoke_text)}", soft_wrap=True)
+    if smoke is not None and not smoke.passed:
+        return 1
     return 0
 
 

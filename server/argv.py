@@ -27,6 +27,12 @@ class ResolvedModels:
     model: Path
     draft: Path | None = None
 
+    def size_bytes(self) -> int | None:
+        try:
+            return sum(path.stat().st_size for path in (self.model, self.draft) if path is not None)
+        except OSError:
+            return None  # not downloaded yet (`server cmd` plans without fetching)
+
 
 @dataclass(frozen=True)
 class LaunchPlan:
@@ -34,6 +40,7 @@ class LaunchPlan:
     host: str
     port: int
     notes: list[str] = field(default_factory=list)
+    model_bytes: int | None = None  # model + draft on disk: named when loading is killed (memory)
 
     def shell(self) -> str:
         import shlex
@@ -140,7 +147,7 @@ def build_launch_plan(
             f"warning: listening on {host} exposes the server to your network; "
             "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
         )
-    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes)
+    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes())
 
 
 def _add_speculative(out: _ArgvBuilder, models: ResolvedModels, notes: list[str]) -> None:

@@ -31,11 +31,23 @@ def find_binary(configured: Path | None, builds_dir: Path) -> FoundBinary:
     on_path = shutil.which("llama-server")
     if on_path:
         return FoundBinary(Path(on_path), "PATH")
+    if any(builds_dir.glob("*/llama-server")):
+        raise BinaryError(
+            "the cached llama-server builds have not passed their smoke test on this machine (built "
+            "for another CPU, or before smoke tests); run `localagent server build`"
+        )
     raise BinaryError("no llama-server found; run `localagent server build` (or set server.binary)")
 
 
 def newest_cached_build(builds_dir: Path) -> Path | None:
-    candidates = [p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK)]
+    """The newest cached build that passed its smoke test on this machine: a home directory shared
+    with another machine may hold builds that would die here."""
+    from server.smoke import SmokeRecords
+
+    records = SmokeRecords(builds_dir / ".smoke")
+    candidates = [
+        p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK) and records.passed(p)
+    ]
     if not candidates:
         return None
     return max(candidates, key=lambda p: p.stat().st_mtime)

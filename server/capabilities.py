@@ -167,6 +167,11 @@ def read_capabilities(binary: Path, timeout: float = 30.0) -> Capabilities:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BinaryError(f"cannot run {binary} --help: {exc}") from exc
     text = help_run.stdout or help_run.stderr
+    if help_run.returncode < 0:
+        from server.exit_reasons import explain_exit
+
+        reason = explain_exit(help_run.returncode, while_loading=False)
+        raise BinaryError(f"{binary} --help: {reason.headline}")
     if "--port" not in text:
         raise BinaryError(
             f"{binary} does not look like llama-server (its --help lists no --port); "

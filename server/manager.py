@@ -222,7 +222,10 @@ class ServerManager:
             return existing
         log_path = self.log_path(plan.port)
         spec = {
-            "plan": {"argv": plan.argv, "host": plan.host, "port": plan.port, "notes": plan.notes},
+            "plan": {
+                "argv": plan.argv, "host": plan.host, "port": plan.port, "notes": plan.notes,
+                "model_bytes": plan.model_bytes,
+            },
             "record": self._new_record(profile, plan, models, log_path, owner_pid=0).model_dump(),
             "records_dir": str(self.dirs.records),
             "startup_timeout": self.startup_timeout,

@@ -16,6 +16,7 @@ import httpx2
 
 from server.argv import LaunchPlan
 from server.errors import StartError
+from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
 
 _PR_SET_PDEATHSIG = 1
 
@@ -111,7 +112,8 @@ class ServerProcess:
             while True:
                 if not self.running:
                     code = self._proc.returncode if self._proc else None
-                    raise StartError(self._failure(f"llama-server exited with code {code} while starting"))
+                    reason = self.exit_reason(code, while_loading=True)
+                    raise StartError(self.failure(f"{reason.headline} (while starting)"))
                 health = await probe_health(self.base_url, client, self.api_key)
                 state = "starting" if health.state == "down" else health.state
                 if state != last_state:
@@ -122,31 +124,42 @@ class ServerProcess:
                     return
                 if time.monotonic() > deadline:
                     await self.stop()
-                    raise StartError(self._failure(f"llama-server was not ready after {timeout:.0f} s"))
+                    raise StartError(self.failure(f"llama-server was not ready after {timeout:.0f} s"))
                 await asyncio.sleep(0.2)
 
     async def wait_exit(self) -> int:
         assert self._proc is not None
         return await self._proc.wait()
 
-    async def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds."""
+    def exit_reason(self, code: int | None, *, while_loading: bool) -> ExitReason:
+        return explain_exit(
+            code, while_loading=while_loading, model_bytes=self.plan.model_bytes, free_bytes=mem_available_bytes()
+        )
+
+    async def stop(self, grace: float = 10.0) -> bool:
+        """SIGTERM, then SIGKILL after ``grace`` seconds. True when it ended on SIGTERM alone."""
         proc = self._proc
         if proc is None or proc.returncode is not None:
-            return
+            return True
         try:
             proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(proc.wait(), grace)
+            return True
         except ProcessLookupError:
-            return
+            return True
         except TimeoutError:
             try:
                 proc.kill()
             except ProcessLookupError:
-                return
+                return False
             await proc.wait()
+            return False
 
-    def _failure(self, headline: str) -> str:
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
+    def failure(self, headline: str) -> str:
         lines = tail_lines(self.log_path)
         shown = "\n".join(f"  {line}" for line in lines)
         return f"{headline}. Last log lines:\n{shown}\nFull log: {self.log_path}"

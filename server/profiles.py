@@ -138,6 +138,9 @@ class Profile(_Strict):
     host: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     extra_args: list[str] = []
+    # Sent with every request: text that ends an answer when the model writes it as plain text
+    # (a model whose vocabulary lacks the template's end token never emits an end-of-generation).
+    stop: list[str] = Field(default=[], max_length=16)
 
 
 _RECIPE_SAMPLING = Sampling(temperature=0.7, top_k=64, top_p=0.95, min_p=0.0)
@@ -157,6 +160,9 @@ _TINY = Profile(
     chat_template_file=CHATML_TOOLS_TEMPLATE,
     sampling=_RECIPE_SAMPLING,
     speculative=Speculative(type="ngram-mod"),
+    # Gemma 3 270M's vocabulary has no <|im_end|> control token: it writes the ChatML end marker
+    # as text and would otherwise run on to max_tokens.
+    stop=["<|im_end|>", "<|im_start|>"],
 )
 
 BUILTIN_PROFILES: dict[str, Profile] = {

@@ -140,6 +140,7 @@ class Supervisor:
             now = time.monotonic()
             while self._restart_times and now - self._restart_times[0] > self.policy.window_s:
                 self._restart_times.popleft()
+            reason = self.process.exit_reason(code, while_loading=False)
             if len(self._restart_times) >= self.policy.max_restarts:
                 last = " | ".join(tail_lines(self.log_path, 3))
                 self._set(
@@ -147,7 +148,7 @@ class Supervisor:
                     pid=None,
                     message=(
                         f"llama-server died {len(self._restart_times) + 1} times in "
-                        f"{self.policy.window_s / 60:.0f} minutes (last exit code {code}); gave up. "
+                        f"{self.policy.window_s / 60:.0f} minutes, last: {reason.headline}; gave up. "
                         f"Last log lines: {last}. See {self.log_path}"
                     ),
                 )
@@ -160,7 +161,7 @@ class Supervisor:
                 state=ServerState.RESTARTING,
                 pid=None,
                 restarts=self.status.restarts + 1,
-                message=f"llama-server exited with code {code}; restarting in {backoff:.1f} s",
+                message=f"{reason.headline}; restarting in {backoff:.1f} s",
             )
             await asyncio.sleep(backoff)
             try:

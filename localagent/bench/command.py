@@ -62,6 +62,7 @@ examples:
   localagent bench --profiles gemma4-31b gemma4-31b-dflash
   localagent bench --base-url base=http://127.0.0.1:8910 dflash=http://127.0.0.1:8911
   localagent bench --sweep --profiles tiny --save
+  localagent bench --profiles tiny --load 2   # two busy neighbour processes beside the server
 """
 
 
@@ -82,6 +83,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     bench.add_argument("--runs", type=int, metavar="N", help=f"measured runs per prompt (default {DEFAULT_RUNS})")
     bench.add_argument(
         "--max-tokens", type=int, metavar="N", help=f"tokens per answer at most (default {DEFAULT_MAX_TOKENS})"
+    )
+    bench.add_argument(
+        "--load", type=int, default=0, metavar="N",
+        help="run N CPU-bound neighbour processes during the measured runs (stopped afterwards)",
     )
     bench.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"(default {DEFAULT_SEED})")
     bench.add_argument("--out", type=Path, metavar="DIR", help="where to write the results")
@@ -170,7 +175,9 @@ def _prepare(args: argparse.Namespace) -> _Plan:
     prompts = load_prompts(args.prompts) if args.prompts is not None else DEFAULT_PROMPTS
     runs = args.runs or (sweep.SWEEP_RUNS if args.sweep else DEFAULT_RUNS)
     max_tokens = args.max_tokens or (sweep.SWEEP_MAX_TOKENS if args.sweep else DEFAULT_MAX_TOKENS)
-    settings = BenchSettings(runs=runs, max_tokens=max_tokens, seed=args.seed)
+    if not 0 <= args.load <= 256:
+        raise UsageError(f"--load {args.load}: give a number of neighbour processes from 0 to 256")
+    settings = BenchSettings(runs=runs, max_tokens=max_tokens, seed=args.seed, load=args.load)
     ctx = AppContext.load()
     out_dir = _out_dir(args.out)
     plan = _Plan(targets=[], prompts=prompts, settings=settings, out_dir=out_dir, ctx=ctx)

@@ -79,7 +79,13 @@ def render_markdown(results: BenchResults, summary: Summary) -> str:
         f"{settings.max_tokens} tokens per answer, one warm-up request per server first. Sampling: temperature "
         f"{sampling.temperature}, top-k {sampling.top_k}, top-p {sampling.top_p}, min-p {sampling.min_p}, "
         f"seed {settings.seed} (run k uses seed {settings.seed}+k−1). "
-        f"**tok/s** is the server's own generation speed (`timings.predicted_per_second`); **client tok/s** is "
+        + (
+            f"**Load:** {settings.load} CPU-bound neighbour process{'es' if settings.load != 1 else ''} "
+            "ran beside the server during the measured runs. "
+            if settings.load
+            else "No other load was added. "
+        )
+        + f"**tok/s** is the server's own generation speed (`timings.predicted_per_second`); **client tok/s** is "
         f"what this client saw arrive over the stream; **speedup** compares server tok/s with "
         f"**{summary.targets[0] if summary.targets else '-'}** on the same prompt; **accept** is accepted ÷ "
         "drafted tokens (`-` = nothing drafted); **overall** is the median over every request."

@@ -27,6 +27,7 @@ class BenchSettings:
     seed: int = 42
     warmup_max_tokens: int = 16
     sampling: SamplingSettings = SamplingSettings()
+    load: int = 0  # CPU-bound neighbour processes during the measured runs (bench --load N)
 
     def seed_for(self, run: int) -> int:
         # Each run has its own fixed seed: repeatable, yet run 2 is not a replay of run 1, which an

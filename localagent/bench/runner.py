@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import httpx2
 
+from localagent.bench.load import busy_neighbours
 from localagent.bench.client import Endpoint, describe_failure, fetch_props, request_body, scrape_metrics, stream_chat
 from localagent.bench.prompts import WARMUP_PROMPT, BenchPrompt
 from localagent.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
@@ -103,22 +104,8 @@ async def _run_target(
         observer.advance(warmup)
 
         before = await scrape_metrics(client, endpoint)
-        plan = [(run, prompt) for run in range(1, settings.runs + 1) for prompt in prompts]
-        for i, (run, prompt) in enumerate(plan):
-            observer.status(f"{target.label}: {prompt.name} (run {run}/{settings.runs})")
-            row = await _measure(client, endpoint, prompt, run, settings)
-            result.requests.append(row)
-            observer.advance(row)
-            died = None if row.ok else await _server_died(handle)
-            if died is not None:
-                # The rest cannot succeed; say why once instead of timing out on each of them.
-                result.notes.append(f"the server went down during the run: {died}")
-                for later_run, later_prompt in plan[i + 1 :]:
-                    result.requests.append(
-                        RequestResult(prompt=later_prompt.name, run=later_run, ok=False, error="the server had died")
-                    )
-                observer.advance(None, len(plan) - i - 1)
-                break
+        async with busy_neighbours(settings.load):
+            await _measure_all(client, endpoint, prompts, settings, handle, observer, result)
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
     finally:
@@ -127,6 +114,33 @@ async def _run_target(
             await handle.close()
     _order_rows(result, prompts)
     return result
+
+
+async def _measure_all(
+    client: httpx2.AsyncClient,
+    endpoint: Endpoint,
+    prompts: Sequence[BenchPrompt],
+    settings: BenchSettings,
+    handle: ServerHandle | None,
+    observer: Observer,
+    result: TargetResult,
+) -> None:
+    plan = [(run, prompt) for run in range(1, settings.runs + 1) for prompt in prompts]
+    for i, (run, prompt) in enumerate(plan):
+        observer.status(f"{result.label}: {prompt.name} (run {run}/{settings.runs})")
+        row = await _measure(client, endpoint, prompt, run, settings)
+        result.requests.append(row)
+        observer.advance(row)
+        died = None if row.ok else await _server_died(handle)
+        if died is not None:
+            # The rest cannot succeed; say why once instead of timing out on each of them.
+            result.notes.append(f"the server went down during the run: {died}")
+            for later_run, later_prompt in plan[i + 1 :]:
+                result.requests.append(
+                    RequestResult(prompt=later_prompt.name, run=later_run, ok=False, error="the server had died")
+                )
+            observer.advance(None, len(plan) - i - 1)
+            break
 
 
 async def _measure(

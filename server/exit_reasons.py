@@ -1,0 +1,88 @@
+"""Why a llama-server process ended, in words a person can act on.
+
+A negative exit code from asyncio/subprocess means "killed by that signal"; the signal says more
+about the cause than the log does (a SIGILL'd process writes nothing), so each one is named with
+its likely cause and the fix.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ExitReason:
+    code: int | None
+    signal_name: str | None
+    cause: str  # one sentence: what most likely happened and what to do
+
+    @property
+    def headline(self) -> str:
+        if self.signal_name:
+            return f"llama-server was killed by {self.signal_name}: {self.cause}"
+        return f"llama-server exited with code {self.code}" + (f": {self.cause}" if self.cause else "")
+
+
+def signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def mem_available_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
+
+
+def explain_exit(
+    code: int | None,
+    *,
+    while_loading: bool,
+    model_bytes: int | None = None,
+    free_bytes: int | None = None,
+) -> ExitReason:
+    """Name the signal (or the exit code) with its likely cause and the fix."""
+    name = signal_name(code)
+    if name == "SIGILL":
+        cause = (
+            "an illegal instruction: this binary was built for another CPU (or uses an instruction "
+            "set this machine or its kernel does not allow); run `localagent server build --rebuild`"
+        )
+    elif name == "SIGKILL" and while_loading:
+        sizes = []
+        if model_bytes:
+            sizes.append(f"the model files are {_gib(model_bytes)}")
+        if free_bytes is not None:
+            sizes.append(f"{_gib(free_bytes)} of memory is available now")
+        detail = f" ({', '.join(sizes)})" if sizes else ""
+        cause = (
+            f"most likely out of memory while loading{detail}; use a smaller model or context "
+            "(ctx_size), offload fewer layers, or close other programs"
+        )
+    elif name == "SIGKILL":
+        cause = "something killed it (the kernel's out-of-memory killer, or a user); see the log's last lines"
+    elif name in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGFPE"):
+        cause = "it crashed; the log's last lines say where"
+    elif name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        cause = "it was asked to stop by another program"
+    elif name is not None:
+        cause = "see the log's last lines"
+    elif code == 0:
+        cause = "" if not while_loading else "it stopped on its own before serving; see the log's last lines"
+    else:
+        cause = "see the log's last lines" if while_loading else ""
+    return ExitReason(code, name, cause)
