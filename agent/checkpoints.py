@@ -24,24 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.errors import AgentError
+from tools.safe_git import git_command, git_env
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointStore", "REF_NAMESPACE"]
 
 REF_NAMESPACE = "refs/localagent/checkpoints"
-
-# Variables that would point git at another repository, index or work tree than ours.
-_LOCATION_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-)
 
 # Byte-exact round trips: no line-ending rewriting, no refusal over line endings, no chatter.
 _CONFIG_FLAGS = (
@@ -202,7 +189,10 @@ class CheckpointStore:
     def _discover(self) -> _Layout | None:
         try:
             proc = subprocess.run(
-                ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index"],
+                git_command(
+                    "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index",
+                    cwd=self.workspace, env=_clean_env(), filters=[],
+                ),
                 cwd=self.workspace,
                 env=_clean_env(),
                 capture_output=True,
@@ -223,7 +213,7 @@ class CheckpointStore:
         if not (git_dir / "HEAD").exists():
             git_dir.parent.mkdir(parents=True, exist_ok=True)
             proc = subprocess.run(
-                ["git", "init", "--quiet", "--bare", str(git_dir)],
+                git_command("init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[]),
                 env=_clean_env(),
                 capture_output=True,
                 stdin=subprocess.DEVNULL,
@@ -259,7 +249,7 @@ class CheckpointStore:
         env.update(extra_env or {})
         try:
             proc = subprocess.run(
-                ["git", *_CONFIG_FLAGS, *args],
+                git_command(*_CONFIG_FLAGS, *args, cwd=layout.work_tree, env=env),
                 cwd=layout.work_tree,
                 env=env,
                 input=stdin,
@@ -337,16 +327,13 @@ class CheckpointStore:
 
 
 def _clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARIABLES}
-    # Checkpoint commits must work without the user's identity configured.
-    env.update(
+    # Hardened (see tools.safe_git); checkpoint commits must work without the user's identity.
+    return git_env(
         GIT_AUTHOR_NAME="localagent",
         GIT_AUTHOR_EMAIL="localagent@localhost",
         GIT_COMMITTER_NAME="localagent",
         GIT_COMMITTER_EMAIL="localagent@localhost",
-        GIT_TERMINAL_PROMPT="0",
     )
-    return env
 
 
 def _one_line(text: str, limit: int = 200) -> str:

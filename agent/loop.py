@@ -128,6 +128,9 @@ class Agent:
         return event
 
     def _append(self, message: dict[str, Any]) -> Event:
+        # The history is sent as UTF-8 JSON: a lone surrogate the model (or a file) produced
+        # has no UTF-8 form and would fail every later request, so it is replaced here, once.
+        message = _valid_unicode(message)
         self.messages.append(message)
         return self._emit(MessageAppended(message))
 
@@ -385,6 +388,20 @@ class _LoopGuard:
         self.count = self.count + 1 if signature == self.last else 1
         self.last = signature
         return self.count
+
+
+def _valid_unicode(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {key: _valid_unicode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid_unicode(item) for item in value]
+    return value
 
 
 def _args_text(call: _Call) -> str:

@@ -7,6 +7,7 @@ types mean and how to rebuild a conversation from them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import secrets
@@ -164,10 +165,12 @@ class SessionWriter:
 
     def _write_line(self, record: Mapping[str, Any]) -> None:
         try:
-            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            text = json.dumps(_finite(record), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise SessionError(f"event {record.get('type')!r} cannot be saved as JSON: {exc}") from exc
-        data = (text + "\n").encode("utf-8")
+        # An unpaired surrogate (the model can send one) has no UTF-8 form; written as its JSON
+        # escape it keeps the line valid JSON and reads back as the same string.
+        data = (text + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             fd = self._require_fd()
             # One write per line: a killed process leaves at most one partial line at the end.
@@ -180,6 +183,17 @@ class SessionWriter:
         if self._fd is None:
             raise SessionError(f"session {self.session_id} is closed; resume it to write more")
         return self._fd
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities (which JSON has no words for) become their names as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 class SessionStore:

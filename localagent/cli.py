@@ -27,13 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from localagent import mcp_commands, run_command, server_commands
+    from localagent import config_commands, mcp_commands, run_command, server_commands
     from localagent.bench import command as bench_command
     from tui.launch import add_tui_arguments
 
     server_commands.register(commands)
     run_command.register(commands)
     mcp_commands.register(commands)
+    config_commands.register(commands)
     bench_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser

@@ -1,10 +1,12 @@
-"""Typed configuration: the user file, then the project's ``.localagent.toml``, then
-``LOCALAGENT_*`` environment variables; later sources override earlier ones."""
+"""Typed configuration: the user file, then the project's ``.localagent.toml`` (only what narrows,
+until the user approves the file: see ``workspace_trust``), then ``LOCALAGENT_*`` environment
+variables; later sources override earlier ones."""
 
 from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from localagent.errors import ConfigError
+from localagent.workspace_trust import content_digest, narrow_workspace_layer
 from server.profiles import deep_merge
+from tools.mcp.approvals import ApprovalStore
 
 PROJECT_FILE = ".localagent.toml"
 ENV_PREFIX = "LOCALAGENT_"
@@ -75,16 +79,35 @@ class Settings(BaseSettings):
         return env_settings, init_settings
 
 
-def load_settings(user_file: Path, workspace: Path | None = None) -> Settings:
-    files = [user_file]
+@dataclass
+class LoadedSettings:
+    settings: Settings
+    notices: list[str] = field(default_factory=list)  # one line each, for the person
+
+
+def load_settings(
+    user_file: Path, workspace: Path | None = None, approvals: ApprovalStore | None = None
+) -> LoadedSettings:
+    """The user's file, then what of the workspace's file may apply (see workspace_trust)."""
+    user_data = _read_toml(user_file)
+    layers = [(user_file, user_data)]
+    notices: list[str] = []
+    merged: dict[str, Any] = dict(user_data)
     if workspace is not None:
-        files.append(project_file(workspace))
-    layers = [(path, _read_toml(path)) for path in files]
-    merged: dict[str, Any] = {}
-    for _path, data in layers:
-        merged = deep_merge(merged, data)
+        path = project_file(workspace)
+        text = _read_text(path)
+        if text is not None:
+            data = _parse_toml(path, text)
+            approved = approvals is not None and approvals.decision(workspace, content_digest(text), "config")
+            if approved:
+                merged = deep_merge(merged, data)
+            else:
+                layer = narrow_workspace_layer(user_data, data)
+                merged = deep_merge(merged, layer.applied)
+                notices += layer.notices(path.name)
+            layers.append((path, data))
     try:
-        return Settings(**merged)
+        return LoadedSettings(Settings(**merged), notices)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, layers)) from None
 
@@ -93,16 +116,27 @@ def project_file(workspace: Path) -> Path:
     return workspace / PROJECT_FILE
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_text(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}; fix the file") from None
+        return None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
+
+
+def _parse_toml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}; fix the file") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    return {} if text is None else _parse_toml(path, text)
 
 
 def _describe(exc: ValidationError, layers: list[tuple[Path, dict[str, Any]]]) -> str:

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from localagent.config import Settings, load_settings, project_file
 from localagent.paths import AppPaths, app_paths
 from server.manager import ServerManager
 from server.profiles import Profile, load_profiles
+from tools.mcp.approvals import ApprovalStore
+
+# One store for every workspace file a user approves (.mcp.json servers, .localagent.toml).
+APPROVALS_FILE = "mcp-approvals.json"
+_shown: set[str] = set()
+
+
+def approval_store(paths: AppPaths) -> ApprovalStore:
+    return ApprovalStore(paths.data / APPROVALS_FILE)
+
+
+def _show_once(notices: list[str]) -> None:
+    for notice in notices:
+        if notice not in _shown:
+            _shown.add(notice)
+            sys.stderr.write(f"note: {notice}\n")
 
 
 @dataclass
@@ -17,15 +34,19 @@ class AppContext:
     settings: Settings
     profiles: dict[str, Profile]
     workspace: Path
+    # Workspace settings held back until approved, one line each; front ends show them once.
+    notices: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, workspace: Path | None = None) -> AppContext:
         paths = app_paths()
         workspace = (workspace or Path.cwd()).resolve()
-        settings = load_settings(paths.user_config_file, workspace)
+        loaded = load_settings(paths.user_config_file, workspace, approval_store(paths))
+        settings = loaded.settings
         origin = f"{paths.user_config_file} / {project_file(workspace)}"
         profiles = load_profiles(settings.profiles, origin=origin)
-        return cls(paths=paths, settings=settings, profiles=profiles, workspace=workspace)
+        _show_once(loaded.notices)
+        return cls(paths=paths, settings=settings, profiles=profiles, workspace=workspace, notices=loaded.notices)
 
     def server_manager(self, *, host: str | None = None, port: int | None = None) -> ServerManager:
         server = self.settings.server

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from localagent.cli import err, out
 from localagent.context import AppContext
+from localagent.context import approval_store as shared_approval_store
 from localagent.errors import UsageError
 from tools.mcp import (
     ApprovalStore,
@@ -36,7 +37,6 @@ from tools.mcp.approvals import ApprovalRequest, fingerprint
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
-APPROVALS_FILE = "mcp-approvals.json"
 
 
 @dataclass
@@ -53,7 +53,7 @@ def project_file(ctx: AppContext) -> Path:
 
 
 def approval_store(ctx: AppContext) -> ApprovalStore:
-    return ApprovalStore(ctx.paths.data / APPROVALS_FILE)
+    return shared_approval_store(ctx.paths)
 
 
 def load_configs(ctx: AppContext, mcp_config: Path | None) -> tuple[list[ServerConfig], LoadedConfig, list[str]]:

@@ -54,6 +54,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     start.add_argument("profile", nargs="?")
     start.add_argument("--port", help="port number, or 'auto' for a free one (default: 8910)")
     start.add_argument("--host")
+    start.add_argument(
+        "--no-api-key", action="store_true",
+        help="on a non-loopback --host, serve without an API key (anyone on the network can use it)",
+    )
     start.set_defaults(handler=cmd_start)
 
     stop = sub.add_parser("stop", help="stop managed servers (all, or the one on --port)")
@@ -170,6 +174,7 @@ def cmd_cmd(args: argparse.Namespace) -> int:
 def cmd_start(args: argparse.Namespace) -> int:
     ctx = AppContext.load()
     manager = ctx.server_manager(host=args.host)
+    manager.allow_no_api_key = args.no_api_key
     port = _parse_port(args.port)
     name = _profile_name(ctx, args.profile)
 
@@ -178,7 +183,11 @@ def cmd_start(args: argparse.Namespace) -> int:
         if label:
             err.print(f"{label}…")
 
-    handle: ServerHandle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
+    try:
+        handle: ServerHandle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
+    finally:
+        for note in manager.notes:
+            err.print(escape(note), soft_wrap=True)
     record = handle.record
     if handle.attached:
         out.print(f"attached: a server with this model is already running at {handle.base_url}")

@@ -24,6 +24,7 @@ from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
 from server.errors import NotRunningError, PortError, ProfileError, StartError
+from server.exposure import is_loopback, load_or_create_api_key
 from server.models import ModelDirs, gguf_architecture, resolve_models
 from server.process import pid_alive, probe_health
 from server.profiles import Profile, get_profile
@@ -80,8 +81,11 @@ class ServerManager:
         startup_timeout: float = 300.0,
         api_key: str | None = None,
         restart_policy: RestartPolicy = RestartPolicy(),
+        allow_no_api_key: bool = False,
     ) -> None:
         self.dirs = dirs
+        self.allow_no_api_key = allow_no_api_key
+        self.notes: list[str] = []  # warnings for the person, one line each (exposure)
         self.profiles = profiles
         self.configured_binary = configured_binary
         self.host = host
@@ -275,8 +279,24 @@ class ServerManager:
     def _plan_for_port(self, profile_name: str, port: int | str | None) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
         host = self.host or profile.host or "127.0.0.1"
+        self._guard_exposure(host)
         chosen = self.pick_port(port, host)
         return self.plan(profile_name, port=chosen)
+
+    def _guard_exposure(self, host: str) -> None:
+        if is_loopback(host):
+            return
+        note = f"warning: listening on {host} exposes the server to your network"
+        if self.api_key:
+            self.notes.append(f"{note}; requests need your api_key")
+        elif self.allow_no_api_key:
+            self.notes.append(f"{note} with no API key (--no-api-key): anyone who reaches it can use it")
+        else:
+            key_file = self.dirs.records.parent / "api-key"
+            self.api_key = load_or_create_api_key(key_file)
+            self.notes.append(
+                f"{note}; requests need the API key in {key_file} (pass --no-api-key to serve without one)"
+            )
 
     def _new_record(
         self, profile: Profile, plan: LaunchPlan, models: ResolvedModels, log_path: Path, owner_pid: int

@@ -27,8 +27,13 @@ class ApprovalRequest:
     fingerprint: str
 
     def lines(self) -> list[str]:
-        """One line per server: its name and what it runs or where it connects."""
-        return [f"{server.name}: {server.target()}" for server in self.servers]
+        """Per server: its name, then everything it runs or sends (command, args, env, cwd, url,
+        headers) as written in the file, so `${VAR}` secrets show as their names."""
+        lines: list[str] = []
+        for server in self.servers:
+            lines.append(f"{server.name}:")
+            lines += [f"  {line}" for line in server.disclosure()]
+        return lines
 
 
 # The TUI passes one of these to ask the person; True approves every listed server.
@@ -41,20 +46,40 @@ def fingerprint(raw_servers: Mapping[str, Any]) -> str:
 
 
 class ApprovalStore:
+    """Answers per repository, per kind of workspace file (``mcp`` for `.mcp.json`, ``config``
+    for `.localagent.toml`), each tied to the exact content that was approved. The approved text
+    is kept (where given) so a changed file can be shown as a diff against it."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def decision(self, repo: Path, digest: str) -> bool | None:
-        """True or False when this repo's server list was answered before, else None."""
-        entry = self._read().get(str(repo))
+    @staticmethod
+    def _key(repo: Path, kind: str) -> str:
+        return str(repo) if kind == "mcp" else f"{kind}:{repo}"
+
+    def decision(self, repo: Path, digest: str, kind: str = "mcp") -> bool | None:
+        """True or False when this repo's file was answered before with this content, else None."""
+        entry = self._read().get(self._key(repo, kind))
         if not isinstance(entry, dict) or entry.get("fingerprint") != digest:
             return None
         approved = entry.get("approved")
         return approved if isinstance(approved, bool) else None
 
-    def remember(self, repo: Path, digest: str, approved: bool) -> None:
+    def approved_content(self, repo: Path, kind: str) -> str | None:
+        """The text last approved for this repository's file, to diff a changed file against."""
+        entry = self._read().get(self._key(repo, kind))
+        if isinstance(entry, dict) and entry.get("approved") is True and isinstance(entry.get("content"), str):
+            return entry["content"]
+        return None
+
+    def remember(
+        self, repo: Path, digest: str, approved: bool, kind: str = "mcp", content: str | None = None
+    ) -> None:
         data = self._read()
-        data[str(repo)] = {"fingerprint": digest, "approved": approved}
+        entry: dict[str, Any] = {"fingerprint": digest, "approved": approved}
+        if content is not None:
+            entry["content"] = content
+        data[self._key(repo, kind)] = entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Written whole and renamed, so a crash never leaves half a file.
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp-approvals-")

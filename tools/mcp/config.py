@@ -44,12 +44,40 @@ class ServerConfig:
     headers: dict[str, str] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     call_timeout: float = DEFAULT_CALL_TIMEOUT
+    # The same fields as written in the file, `${VAR}` unexpanded: what is shown to a person, so
+    # a secret from the environment is named by its variable and never printed.
+    written: dict[str, Any] = field(default_factory=dict)
 
     def target(self) -> str:
-        """What the server runs or where it lives, for listings and approval prompts."""
+        """What the server runs or where it lives, for listings, as written (``${VAR}`` kept)."""
         if self.transport == "stdio":
-            return " ".join([self.command, *self.args])
-        return self.url
+            return " ".join([self.written.get("command", self.command), *self.written.get("args", self.args)])
+        return str(self.written.get("url", self.url))
+
+    def disclosure(self) -> list[str]:
+        """Everything that leaves the machine or runs, for an approval prompt: command and args,
+        environment, working directory, URL and headers, each as written."""
+        if self.transport == "stdio":
+            lines = [f"runs: {self.target()}"]
+            if self.written.get("cwd"):
+                lines.append(f"in:   {self.written['cwd']}")
+            for key, value in (self.written.get("env") or {}).items():
+                lines.append(f"env:  {key}={mask_literal_secret(value)}")
+            return lines
+        lines = [f"connects to: {self.target()} ({self.transport})"]
+        for key, value in (self.written.get("headers") or {}).items():
+            lines.append(f"header: {key}: {mask_literal_secret(value)}")
+        return lines
+
+
+_LITERAL_SECRET = re.compile(
+    r"(sk-|ghp_|gho_|ghu_|ghs_|github_pat_|hf_|AKIA|ASIA|xox[abprs]-|glpat-|npm_|eyJ)[A-Za-z0-9_\-\.]{6,}"
+)
+
+
+def mask_literal_secret(value: str) -> str:
+    """A token written into the file itself (not a ``${VAR}``) is shown by its first characters."""
+    return _LITERAL_SECRET.sub(lambda m: m.group(0)[:6] + "…(hidden)", str(value))
 
 
 @dataclass(frozen=True)
@@ -195,7 +223,7 @@ def parse_entry(name: str, raw: Any, source: Source, origin: Path, environ: Mapp
                 command=expand(entry.command, environ),
                 args=[expand(arg, environ) for arg in entry.args],
                 env={key: expand(value, environ) for key, value in entry.env.items()},
-                cwd=cwd, **timeouts,
+                cwd=cwd, written=_written(entry), **timeouts,
             )  # fmt: skip
         if kind in _HTTP_TYPES or kind == "sse":
             if not entry.url:
@@ -206,11 +234,18 @@ def parse_entry(name: str, raw: Any, source: Source, origin: Path, environ: Mapp
             return ServerConfig(
                 name=name, transport="sse" if kind == "sse" else "http", source=source, origin=origin,
                 url=url, headers={key: expand(value, environ) for key, value in entry.headers.items()},
-                **timeouts,
+                written=_written(entry), **timeouts,
             )  # fmt: skip
     except MissingVariable as exc:
         raise EntryError(str(exc)) from None
     raise EntryError(f"unknown type {entry.type!r}; use stdio, http or sse")
+
+
+def _written(entry: _Entry) -> dict[str, Any]:
+    return {
+        "command": entry.command or "", "args": list(entry.args), "env": dict(entry.env), "cwd": entry.cwd,
+        "url": entry.url or "", "headers": dict(entry.headers),
+    }
 
 
 def merge(loads: Sequence[LoadedConfig]) -> list[ServerConfig]:

@@ -1,0 +1,130 @@
+"""A workspace's `.localagent.toml` can only narrow what the user allowed, until approved.
+
+A repository is a stranger's input. Without the user's approval of the file's exact content, its
+settings may add deny and ask rules, pick a stricter permission mode, and tune harmless limits;
+anything that widens permissions, executes or exposes (allow rules, a looser mode, `env_allow`,
+the server binary, host, API key or URL, profiles with their paths and extra arguments) is
+ignored with a notice naming it. Once approved (`localagent config approve`, remembered per
+repository and content hash like `.mcp.json`), the file applies whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+# Strictest first: a workspace may move the mode left, never right.
+MODE_ORDER = ("read-only", "ask", "auto-edit", "full-auto")
+DEFAULT_MODES = {"mode": "ask", "headless_mode": "auto-edit"}
+
+# Keys that only tune limits or narrow; everything not listed under a section widens.
+_NARROWING_AGENT_KEYS = frozenset(
+    {"max_steps", "max_tokens", "compact_threshold", "bash_timeout", "instructions_max_bytes"}
+)
+_NARROWING_SERVER_KEYS = frozenset({"port", "startup_timeout"})
+_APPENDED_RULE_LISTS = ("deny", "ask")
+
+_WHY = {
+    "agent.permissions.allow": "allows tools",
+    "agent.env_allow": "passes secrets to tools",
+    "agent.mode": "loosens the permission mode",
+    "agent.headless_mode": "loosens the permission mode",
+    "server.binary": "runs a program",
+    "server.host": "exposes the server",
+    "server.api_key": "sets a credential",
+    "server.base_url": "sends your code elsewhere",
+    "server.profile": "picks a profile this file defines",
+    "profiles": "defines model paths and server arguments",
+}
+
+
+@dataclass
+class WorkspaceLayer:
+    """What of a workspace file applies, and what was held back."""
+
+    applied: dict[str, Any]
+    ignored: list[str] = field(default_factory=list)  # dotted keys
+
+    def notices(self, file_name: str) -> list[str]:
+        if not self.ignored:
+            return []
+        named = ", ".join(f"{key} ({_WHY.get(key, 'widens what is allowed')})" for key in self.ignored)
+        return [
+            f"ignored settings from {file_name} that widen what you allowed: {named}; "
+            "review and approve the file with `localagent config approve` to use them"
+        ]
+
+
+def content_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _rank(mode: Any) -> int:
+    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+
+
+def narrow_workspace_layer(user: dict[str, Any], workspace: dict[str, Any]) -> WorkspaceLayer:
+    """The part of an unapproved workspace file that may apply over the user's settings."""
+    applied: dict[str, Any] = {}
+    ignored: list[str] = []
+    user_agent = user.get("agent") if isinstance(user.get("agent"), dict) else {}
+    user_profiles = user.get("profiles") if isinstance(user.get("profiles"), dict) else {}
+    for section, value in workspace.items():
+        if section == "agent" and isinstance(value, dict):
+            applied["agent"] = _narrow_agent(user_agent, value, ignored)
+        elif section == "server" and isinstance(value, dict):
+            applied["server"] = _narrow_server(value, user_profiles, workspace, ignored)
+        elif section == "profiles":
+            ignored.append("profiles")
+        else:
+            applied[section] = value  # unknown sections fail validation with their name
+    return WorkspaceLayer(applied, ignored)
+
+
+def _narrow_agent(user_agent: dict[str, Any], agent: dict[str, Any], ignored: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in agent.items():
+        if key in DEFAULT_MODES:
+            current = user_agent.get(key, DEFAULT_MODES[key])
+            if _rank(value) <= _rank(current) and value in MODE_ORDER:
+                out[key] = value
+            else:
+                ignored.append(f"agent.{key}")
+        elif key == "permissions" and isinstance(value, dict):
+            out["permissions"] = _narrow_permissions(user_agent.get("permissions") or {}, value, ignored)
+        elif key in _NARROWING_AGENT_KEYS:
+            out[key] = value
+        else:
+            ignored.append(f"agent.{key}")
+    return out
+
+
+def _narrow_permissions(user_rules: Any, rules: dict[str, Any], ignored: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    user_rules = user_rules if isinstance(user_rules, dict) else {}
+    for key, value in rules.items():
+        if key in _APPENDED_RULE_LISTS and isinstance(value, list):
+            # Appended, never replacing: `deny = []` in a repository must not drop the user's rules.
+            mine = user_rules.get(key) if isinstance(user_rules.get(key), list) else []
+            out[key] = [*mine, *(rule for rule in value if rule not in mine)]
+        elif key in _APPENDED_RULE_LISTS:
+            out[key] = value  # wrong type: validation names it
+        else:
+            ignored.append(f"agent.permissions.{key}")
+    return out
+
+
+def _narrow_server(
+    server: dict[str, Any], user_profiles: dict[str, Any], workspace: dict[str, Any], ignored: list[str]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    workspace_profiles = workspace.get("profiles") if isinstance(workspace.get("profiles"), dict) else {}
+    for key, value in server.items():
+        if key in _NARROWING_SERVER_KEYS:
+            out[key] = value
+        elif key == "profile" and (value not in workspace_profiles or value in user_profiles):
+            out[key] = value  # a built-in or the user's own profile
+        else:
+            ignored.append(f"server.{key}")
+    return out

@@ -1,0 +1,90 @@
+"""A repository's own git configuration cannot make localagent's git commands run anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent.checkpoints import CheckpointStore
+from tools.safe_git import git_env
+
+SESSION = "20261201-090000-aa11bb"
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
+
+
+def _hook(path: Path, marker: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose config names a program under every key that runs one."""
+    repo, markers = tmp_path / "repo", tmp_path / "markers"
+    repo.mkdir()
+    markers.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "T")
+    _git(repo, "config", "user.email", "t@example.com")
+    (repo / "a.txt").write_text("one\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "init")
+    script = markers / "run.sh"
+    script.write_text(f'#!/bin/sh\ntouch "{markers}/$1"\ncat\n')
+    script.chmod(0o755)
+    settings = {
+        "core.fsmonitor": f"{script} fsmonitor",
+        "core.pager": f"{script} pager",
+        "core.hooksPath": str(repo / "evil-hooks"),
+        "core.sshCommand": f"{script} ssh",
+        "diff.external": f"{script} external-diff",
+        "diff.evil.textconv": f"{script} textconv",
+        "filter.evil.clean": f"{script} clean",
+        "filter.evil.smudge": f"{script} smudge",
+        "filter.evil.required": "true",
+        "commit.gpgSign": "true",
+        "gpg.program": f"{script} gpg",
+    }
+    for key, value in settings.items():
+        _git(repo, "config", key, value)
+    for hook in ("reference-transaction", "post-checkout", "pre-commit", "post-index-change", "pre-auto-gc"):
+        _hook(repo / "evil-hooks" / hook, markers / f"hook-{hook}")
+        _hook(repo / ".git" / "hooks" / hook, markers / f"default-hook-{hook}")
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    return repo, markers
+
+
+def test_checkpoints_undo_and_diff_run_nothing_a_repository_names(hostile_repo, tmp_path: Path):
+    repo, markers = hostile_repo
+    store = CheckpointStore(repo, SESSION, tmp_path / "data")
+    first = store.create_sync("before turn 1")
+    (repo / "a.txt").write_text("two\n")
+    (repo / "b.txt").write_text("new\n")
+    store.create_sync("before turn 2")
+    assert "two" in store.diff_since_sync(first)
+    assert store.undo_last_turn_sync() is not None
+    store.restore_sync(first)
+    assert (repo / "a.txt").read_text() == "one\n"
+    assert sorted(p.name for p in markers.iterdir()) == ["run.sh"], "a repository setting ran a program"
+
+
+def test_injected_git_environment_is_dropped():
+    env = git_env(
+        {
+            "PATH": "/usr/bin", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor",
+            "GIT_CONFIG_VALUE_0": "touch x", "GIT_EXTERNAL_DIFF": "touch y", "GIT_SSH_COMMAND": "touch z",
+            "GIT_DIR": "/elsewhere", "GIT_PAGER": "less",
+        }
+    )
+    assert env["PATH"] == "/usr/bin"
+    for name in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_DIR", "GIT_PAGER"):
+        assert name not in env
+    assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == os.devnull

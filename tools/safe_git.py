@@ -1,0 +1,110 @@
+"""Git that cannot be turned into an executor by the repository it runs in.
+
+A repository's `.git/config` and `.gitattributes` are a stranger's input, and git runs programs
+they name: `core.fsmonitor` on nearly every command, hooks (`reference-transaction` fires on
+`update-ref`), clean/smudge filters on `add` and checkout, pagers, external diff and textconv,
+signing programs. Every git command localagent runs itself goes through ``git_command``:
+
+- the system and global config are not read (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL``),
+  and variables that inject config or programs (``GIT_CONFIG_COUNT``, ``GIT_EXTERNAL_DIFF``,
+  ``GIT_SSH_COMMAND``...) are dropped;
+- command-line ``-c`` settings, which win over the repository's own, switch off every key that
+  names a program, and every filter driver the repository defines is emptied by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+# Environment that would point git elsewhere, inject config, or name a program to run.
+_DROPPED_PREFIXES = ("GIT_CONFIG_", "GIT_TRACE")
+_DROPPED = frozenset(
+    {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+        "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER", "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PROXY_COMMAND",
+        "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_ATTR_SOURCE",
+    }
+)  # fmt: skip
+
+# Every key that makes git run something, set to a value that runs nothing.
+SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.attributesFile", os.devnull),
+    ("core.untrackedCache", "false"),
+    ("diff.external", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("gpg.program", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("protocol.allow", "never"),
+    ("credential.helper", ""),
+    ("submodule.recurse", "false"),
+    ("uploadpack.packObjectsHook", ""),
+)
+_FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$")
+
+
+def git_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k not in _DROPPED and not k.startswith(_DROPPED_PREFIXES)}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_OPTIONAL_LOCKS="0",
+    )
+    env.update(extra)
+    return env
+
+
+def safe_config_flags() -> list[str]:
+    flags: list[str] = []
+    for key, value in SAFE_CONFIG:
+        flags += ["-c", f"{key}={value}"]
+    return flags
+
+
+def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
+    """Names of the clean/smudge filter drivers the repository's config defines. Reading config
+    runs nothing; an unreadable config yields none, and git then refuses the command itself."""
+    try:
+        done = subprocess.run(
+            ["git", "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
+            cwd=cwd, env=dict(env), capture_output=True, stdin=subprocess.DEVNULL, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = []
+    for line in os.fsdecode(done.stdout).splitlines():
+        match = _FILTER_KEY.match(line.strip())
+        if match and match.group(1) not in names:
+            names.append(match.group(1))
+    return names
+
+
+def neutralised_filters(names: list[str]) -> list[str]:
+    flags: list[str] = []
+    for name in names:
+        for part, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            flags += ["-c", f"filter.{name}.{part}={value}"]
+    return flags
+
+
+def git_command(*args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None) -> list[str]:
+    """The argv for ``git ARGS`` with every executing setting switched off."""
+    names = filter_drivers(cwd, env) if filters is None else filters
+    return ["git", "--no-pager", *safe_config_flags(), *neutralised_filters(names), *args]
