@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 FinishReason = Literal[
-    "done", "max_turns", "timeout", "cancelled", "error", "format_errors", "loop", "denied"
+    "done", "max_turns", "timeout", "cancelled", "error", "format_errors", "loop", "denied", "empty_answer", "length"
 ]
 
 

@@ -17,7 +17,10 @@ from agent.events import ErrorEvent, Event, Metrics, Notice, ToolCallFinished, T
 from agent.loop import Agent
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "error": 1, "max_turns": 3, "timeout": 3, "loop": 1, "format_errors": 1, "denied": 1, "cancelled": 1}
+EXIT_CODES = {
+    "done": 0, "error": 1, "max_turns": 3, "timeout": 3, "loop": 1, "format_errors": 1, "denied": 1,
+    "cancelled": 1, "empty_answer": 1, "length": 1,
+}
 
 
 @dataclass
@@ -70,6 +73,15 @@ class HeadlessRunner:
         except TimeoutError:
             self.summary.status = "timeout"
             self.summary.message = f"stopped after {timeout:.0f} s (--timeout)"
+        except asyncio.CancelledError:
+            # Ctrl-C, SIGTERM or SIGHUP: the loop has killed the running tool and recorded the turn
+            # as cancelled; the summary still goes out before the cancellation carries on.
+            self.summary.status = "cancelled"
+            self.summary.message = self.summary.message or "cancelled"
+            self._close_request()
+            self.summary.duration_s = time.monotonic() - started
+            self._finish()
+            raise
         self._close_request()
         self.summary.duration_s = time.monotonic() - started
         self.summary.turns = 1

@@ -149,6 +149,7 @@ class Agent:
         try:
             loop_guard = _LoopGuard()
             format_errors = 0
+            nudged_empty = False
             while True:
                 if steps >= self.config.max_steps:
                     raise TurnStop("max_turns", f"stopped after {steps} model steps (--max-turns)")
@@ -170,8 +171,22 @@ class Agent:
                 if result.reasoning:
                     assistant["reasoning_content"] = result.reasoning
                 yield self._append(assistant)
-                if not calls:
+                if not calls and text.strip():
                     break
+                if not calls:
+                    # An empty reply, or one cut off by the token limit before any text, is not an
+                    # answer: ask once more, then stop with a status that says which it was.
+                    cut = result.finish_reason == "length"
+                    if nudged_empty:
+                        raise TurnStop(
+                            "length" if cut else "empty_answer",
+                            "the model hit its token limit without answering (finish_reason=length); "
+                            "raise agent.max_tokens or the context size" if cut
+                            else "the model answered with nothing, twice",
+                        )
+                    nudged_empty = True
+                    yield self._append({"role": "user", "content": EMPTY_REPLY_NUDGE})
+                    continue
                 pending = list(calls)
                 for call in calls:
                     outcome: list[ToolResult] = []
@@ -372,6 +387,11 @@ class Agent:
         if result.is_error and not content.startswith("Error"):
             content = f"Error: {content}"
         return {"role": "tool", "tool_call_id": call.id, "content": content}
+
+
+EMPTY_REPLY_NUDGE = (
+    "[localagent] Your last reply was empty. Answer the task in text, or call a tool to make progress."
+)
 
 
 class _RequestFailed(Exception):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from localagent.errors import ConfigError
 from localagent.workspace_trust import content_digest, narrow_workspace_layer
@@ -110,6 +110,9 @@ def load_settings(
         return LoadedSettings(Settings(**merged), notices)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, layers)) from None
+    except SettingsError as exc:
+        # A LOCALAGENT_* value that should be JSON (a list or table) and is not.
+        raise ConfigError(f"{_env_culprit()}: {exc}; give a JSON value, e.g. '[\"bash(git *)\"]'") from None
 
 
 def project_file(workspace: Path) -> Path:
@@ -137,6 +140,11 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
 def _read_toml(path: Path) -> dict[str, Any]:
     text = _read_text(path)
     return {} if text is None else _parse_toml(path, text)
+
+
+def _env_culprit() -> str:
+    names = sorted(name for name in os.environ if name.startswith(ENV_PREFIX) and "__" in name)
+    return "environment variable " + " or ".join(names) if names else "the environment"
 
 
 def _describe(exc: ValidationError, layers: list[tuple[Path, dict[str, Any]]]) -> str:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from agent.headless import HeadlessRunner
@@ -48,6 +52,19 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a managed server")
 
 
+def check_base_url(url: str) -> None:
+    """A URL httpx can use, or one line saying what is wrong with it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise UsageError(f"--base-url {url!r} is not a valid URL ({exc}); e.g. http://127.0.0.1:8910/v1") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--base-url {url!r} must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8910/v1")
+
+
 def read_task(source: str) -> str:
     if source == "-":
         text = sys.stdin.read()
@@ -65,6 +82,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args.task)
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
+    if args.base_url is not None:
+        check_base_url(args.base_url)
     check_config_argument(args.mcp_config)
     ctx = AppContext.load()
     if args.profile:
@@ -88,14 +109,43 @@ async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format:
     runtime = await build_agent(ctx, options)
     for note in runtime.notes:
         err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
-    try:
-        runner = HeadlessRunner(runtime.agent, output_format)  # type: ignore[arg-type]
-        runner.summary.session_id = runtime.session_id
-        summary = await runner.run(task, timeout)
-    finally:
-        await runtime.close()
+    received: list[int] = []
+    with _stop_signals_cancel(received):
+        try:
+            runner = HeadlessRunner(runtime.agent, output_format)  # type: ignore[arg-type]
+            runner.summary.session_id = runtime.session_id
+            summary = await runner.run(task, timeout)
+        except asyncio.CancelledError:
+            if not received:
+                raise  # Ctrl-C: asyncio.run turns it into KeyboardInterrupt
+            err.print(f"stopped by {signal.Signals(received[0]).name}; the turn is saved as cancelled")
+            return 128 + received[0]
+        finally:
+            await runtime.close()
     err.print(f"session {runtime.session_id}", highlight=False)
     return summary.exit_code
+
+
+@contextlib.contextmanager
+def _stop_signals_cancel(received: list[int]) -> Iterator[None]:
+    """SIGTERM and SIGHUP (the terminal closed) stop a run as Ctrl-C does: the task is cancelled,
+    so the running tool's process group is killed and the turn is recorded, instead of the
+    process dying at once and leaving the command running in the workspace."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        yield
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(signum)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -59,6 +59,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from server.profiles import get_profile
 
         get_profile(ctx.profiles, args.tui_profile)  # an unknown profile fails before the screen opens
+    if args.tui_base_url:
+        from localagent.run_command import check_base_url
+
+        check_base_url(args.tui_base_url)
     options = agent_options(args)
     label = options.base_url or options.profile or ctx.settings.server.base_url or ctx.settings.server.profile
     _log_to_file(ctx.paths.logs / "tui.log")
