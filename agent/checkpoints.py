@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -84,6 +85,7 @@ class CheckpointStore:
         self.session_id = session_id
         self.data_dir = Path(data_dir)
         self._layout: _Layout | None = None
+        self._current: int | None = None  # the checkpoint this turn's writes belong to
         # One git operation at a time: numbering and restores must not interleave.
         self._lock = threading.RLock()
 
@@ -121,6 +123,7 @@ class CheckpointStore:
             checkpoint = Checkpoint(self.session_id, number, subject, commit, created)
             # The empty old value makes git refuse to overwrite a ref someone else just made.
             self._git("update-ref", "-m", "localagent checkpoint", checkpoint.ref, commit, "")
+            self._current = number
             return checkpoint
 
     def list(self) -> list[Checkpoint]:
@@ -154,15 +157,80 @@ class CheckpointStore:
                 self._git("checkout-index", "-f", "-z", "--stdin", index=target_index, stdin=paths)
 
     def undo_last_turn_sync(self) -> Checkpoint | None:
-        """Restore the newest checkpoint and drop it, so repeated calls step back turn by turn."""
+        """Restore the newest checkpoint and drop it, so repeated calls step back turn by turn.
+        Files the agent's own tools changed come back too, even those git ignores."""
         with self._lock:
             existing = self.list()
             if not existing:
                 return None
             newest = existing[-1]
             self.restore_sync(newest)
+            self._restore_preimages(newest.number)
             self._git("update-ref", "-d", newest.ref, newest.commit)
             return newest
+
+    def preserve_before_write(self, path: Path) -> None:
+        """Called by the file tools before they change ``path``: keep its bytes as they were
+        before this turn (or that it did not exist), once per turn. Snapshots leave ignored files
+        out (a `.env`, build output), so this is how undo restores those."""
+        with self._lock:
+            number = self._current_number()
+            if number is None:
+                return
+            target = Path(path).resolve()
+            if not target.is_relative_to(self.workspace):
+                return
+            folder = self._preimage_dir(number)
+            manifest = self._read_manifest(folder)
+            relative = target.relative_to(self.workspace).as_posix()
+            if relative in manifest:
+                return  # the first version this turn is the one to go back to
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            entry: dict[str, str | None] = {"blob": None}
+            if target.is_file() and not target.is_symlink():
+                blob = hashlib.sha256(relative.encode()).hexdigest()[:24]
+                shutil.copyfile(target, folder / blob)
+                entry["blob"] = blob
+                entry["mode"] = oct(target.stat().st_mode & 0o7777)
+            manifest[relative] = entry
+            partial = folder / "manifest.json.partial"
+            partial.write_text(json.dumps(manifest), encoding="utf-8")
+            os.replace(partial, folder / "manifest.json")
+
+    def _current_number(self) -> int | None:
+        if self._current is None:
+            existing = self.list()
+            self._current = existing[-1].number if existing else None
+        return self._current
+
+    def _preimage_dir(self, number: int) -> Path:
+        return self.data_dir / "preimages" / self.session_id / str(number)
+
+    @staticmethod
+    def _read_manifest(folder: Path) -> dict[str, dict[str, str | None]]:
+        try:
+            data = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _restore_preimages(self, number: int) -> None:
+        folder = self._preimage_dir(number)
+        for relative, entry in self._read_manifest(folder).items():
+            target = self.workspace / relative
+            if not target.resolve().is_relative_to(self.workspace):
+                continue
+            blob = entry.get("blob") if isinstance(entry, dict) else None
+            if blob is None:
+                if target.is_file() or target.is_symlink():
+                    target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / blob, target)
+            if isinstance(entry.get("mode"), str):
+                os.chmod(target, int(str(entry["mode"]), 8))
+        shutil.rmtree(folder, ignore_errors=True)
+        self._current = None
 
     def diff_since_sync(self, checkpoint: Checkpoint) -> str:
         """Unified diff from the checkpoint to the working tree as it is now."""

@@ -2,15 +2,42 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar
 
+from tools.sandbox import SandboxPolicy
 from tools.schema_validation import validate_args
 
 DEFAULT_BASH_TIMEOUT_SECONDS = 120.0
 MAX_BASH_TIMEOUT_SECONDS = 600.0
+
+
+def hostile_value_problem(value: Any, name: str = "") -> str | None:
+    """Values JSON lets through that no file, command or session file can hold: NUL characters,
+    unpaired surrogates, NaN and infinities. Named for the model, so it can send them again."""
+    where = f"argument {name!r}" if name else "an argument"
+    if isinstance(value, str):
+        if "\0" in value:
+            return f"{where} contains a NUL character, which no command or file name can hold; remove it"
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return f"{where} contains an unpaired surrogate (invalid Unicode); send valid UTF-8 text"
+    elif isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value}, which is not a number JSON allows; send a finite number"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = hostile_value_problem(key, name) or hostile_value_problem(item, f"{name}.{key}" if name else str(key))
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = hostile_value_problem(item, f"{name}[{index}]")
+            if problem:
+                return problem
+    return None
 
 
 class ToolError(Exception):
@@ -36,11 +63,20 @@ class ToolContext:
     env_allow: set[str] = field(default_factory=set)
     bash_default_timeout: float = DEFAULT_BASH_TIMEOUT_SECONDS
     bash_max_timeout: float = MAX_BASH_TIMEOUT_SECONDS
+    # Every bash command runs under this; the agent setup derives it from the permission mode.
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    # Called with a path before a file tool changes it, so undo can restore it even where
+    # snapshots do not look (gitignored files); must not raise.
+    before_write: Callable[[Path], None] | None = None
 
     def __post_init__(self) -> None:
         # Every confinement check compares resolved paths, so the root must be resolved too.
         self.workspace = Path(self.workspace).resolve()
         self.scratch_dir = Path(self.scratch_dir)
+
+    def preserve(self, path: Path) -> None:
+        if self.before_write is not None:
+            self.before_write(path)
 
     def mark_viewed(self, path: Path) -> None:
         self.viewed_files.add(path.resolve())
@@ -59,7 +95,7 @@ class Tool(ABC):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate and execute; bad input becomes an error result, never an exception."""
-        problem = validate_args(self, args)
+        problem = validate_args(self, args) or hostile_value_problem(args)
         if problem is not None:
             return ToolResult.error(problem)
         try:
@@ -70,6 +106,8 @@ class Tool(ABC):
             reason = exc.strerror or str(exc)
             where = f" ({exc.filename})" if exc.filename else ""
             return ToolResult.error(f"{self.name} failed: {reason}{where}")
+        except Exception as exc:  # noqa: BLE001 - model input must never crash the loop
+            return ToolResult.error(f"{self.name} failed on this input: {type(exc).__name__}: {exc}")
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -13,6 +13,7 @@ from tools.output_capture import OutputCapture
 from tools.output_truncation import MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, cut_middle
 from tools.process_group import TERMINATE_GRACE_SECONDS, signal_group, terminate_group
 from tools.safe_env import filtered_environment
+from tools.sandbox import Confinement, confine
 
 # After the shell exits, background jobs may still hold the output pipe open; wait this
 # long for them before returning what has arrived.
@@ -47,8 +48,9 @@ class BashTool(Tool):
         "carry over). Long output is shortened to its head and tail and the full text is saved "
         "to a file whose path is given. The command and all its child processes are killed "
         "after `timeout` seconds (default 120, max 600). To leave a server running, redirect "
-        "its output: `cmd > server.log 2>&1 &`. Prefer the view, grep and glob tools for "
-        "reading and searching files."
+        "its output: `cmd > server.log 2>&1 &`. Commands may run in a sandbox where writes "
+        "outside the workspace and temp directories, and network access, are denied. Prefer the "
+        "view, grep and glob tools for reading and searching files."
     )
     parameters = {
         "type": "object",
@@ -79,11 +81,14 @@ class BashTool(Tool):
         capture = OutputCapture(ctx.scratch_dir, "bash")
         loop = asyncio.get_running_loop()
         try:
+            confinement = confine(ctx.sandbox, ctx.workspace, ctx.scratch_dir)
+        except OSError as exc:
+            capture.close(keep_spool=False)
+            raise ToolError(f"could not set up the bash sandbox: {exc.strerror or exc}") from exc
+        try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _CommandProtocol(capture),
-                "bash",
-                "-c",
-                command,
+                *confinement.argv(["bash", "-c", command]),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -91,10 +96,17 @@ class BashTool(Tool):
                 env=filtered_environment(ctx.env_allow),
                 # Own session = own process group, so a timeout can kill every descendant.
                 start_new_session=True,
+                preexec_fn=confinement.preexec_fn,
             )
         except OSError as exc:
             capture.close(keep_spool=False)
             raise ToolError(f"could not start bash: {exc}") from exc
+        except subprocess.SubprocessError as exc:
+            # Raised when the preexec_fn failed: the sandbox could not be applied, so nothing ran.
+            capture.close(keep_spool=False)
+            raise ToolError("could not start bash: the kernel refused to apply the sandbox") from exc
+        finally:
+            confinement.close()
 
         group_id = transport.get_pid()
         timed_out = False
@@ -117,7 +129,7 @@ class BashTool(Tool):
             transport.close()
 
         exit_code = transport.get_returncode()
-        return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open)
+        return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement)
 
 
 async def _wait_quietly(event: asyncio.Event, seconds: float) -> bool:
@@ -135,6 +147,7 @@ def _build_result(
     timed_out: bool,
     timeout: float,
     output_left_open: bool,
+    confinement: Confinement,
 ) -> ToolResult:
     kept = bytes(capture.head) + bytes(capture.tail)
     text = kept.decode("utf-8", errors="replace")
@@ -176,6 +189,7 @@ def _build_result(
             "timed_out": timed_out,
             "full_output_path": str(full_output_path) if full_output_path else None,
             "output_bytes": capture.total_bytes,
+            **confinement.metadata(),
         },
     )
 

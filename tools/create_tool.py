@@ -46,6 +46,7 @@ class CreateTool(Tool):
         if existed:
             require_viewed(ctx, path, shown, "create (or use edit for a targeted change)")
             old_text = TextFile.load(path, shown).text
+        ctx.preserve(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode("utf-8"))
         # The model wrote every byte of it, so it counts as viewed for later edits.

@@ -61,6 +61,7 @@ class InsertTool(Tool):
         # An empty file gets the conventional final newline; otherwise keep what it had.
         ends_with_newline = old_text.endswith("\n") or not old_text
         new_text = "\n".join(combined) + ("\n" if ends_with_newline else "")
+        ctx.preserve(document.path)
         document.write(new_text)
 
         first_new = after_line + 1

@@ -1,0 +1,18 @@
+"""Which OS sandbox bash runs under in each permission mode (as Codex's sandbox modes do).
+
+read-only may read but not write; ask and auto-edit write only in the workspace and the temp
+directories; full-auto too, unless the user turns the sandbox off. Network access is off unless
+the user's own configuration allows it.
+"""
+
+from __future__ import annotations
+
+from tools.sandbox import SandboxPolicy
+
+
+def sandbox_for(mode: str, requested: str | None = None, *, network: bool = False) -> SandboxPolicy:
+    if mode == "read-only":
+        return SandboxPolicy(mode="read-only", network=network)
+    if mode == "full-auto" and requested == "off":
+        return SandboxPolicy(mode="off", network=True)
+    return SandboxPolicy(mode="workspace-write", network=network)

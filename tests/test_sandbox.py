@@ -1,0 +1,400 @@
+"""The bash sandbox against the real kernel: Landlock rules, the process boundary, the secret filter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tools import BashTool, ToolContext
+from tools import sandbox
+from tools.safe_env import filtered_environment, looks_secret
+from tools.sandbox import LandlockSupport, SandboxPolicy, confine, landlock_abi, sandbox_available, sandbox_note
+
+REPO = Path(__file__).resolve().parents[1]
+ABI = landlock_abi()
+needs_landlock = pytest.mark.skipif(ABI == 0, reason=f"no Landlock here: {sandbox.landlock_support().reason}")
+needs_network_rules = pytest.mark.skipif(ABI < 4, reason=f"Landlock ABI {ABI} has no TCP rules (needs 4)")
+needs_pid_namespace = pytest.mark.skipif(
+    sandbox.pid_namespace_prefix() is None, reason="unprivileged user and PID namespaces are refused here"
+)
+NO_LANDLOCK = LandlockSupport(0, "simulated: this kernel has no Landlock")
+
+
+def make_ctx(tmp_path: Path, mode: str = "workspace-write", network: bool = False) -> ToolContext:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    policy = SandboxPolicy(mode=mode, network=network)  # type: ignore[arg-type]
+    return ToolContext(workspace=workspace, scratch_dir=tmp_path / "scratch", sandbox=policy)
+
+
+async def bash(ctx: ToolContext, command: str, timeout: float | None = None) -> tuple[str, dict]:
+    args: dict = {"command": command}
+    if timeout is not None:
+        args["timeout"] = timeout
+    result = await BashTool().run(args, ctx)
+    return result.output, result.metadata
+
+
+def temp_roots() -> list[Path]:
+    roots = [Path(p) for p in ("/tmp", "/var/tmp", "/dev/shm")]
+    if os.environ.get("TMPDIR"):
+        roots.append(Path(os.environ["TMPDIR"]))
+    return [root.resolve() for root in roots if root.exists()]
+
+
+@pytest.fixture
+def outside_dir() -> Iterator[Path]:
+    """A directory the test may write to but a workspace-write command may not: not a temp dir."""
+    for base in (Path.home(), REPO):
+        resolved = base.resolve()
+        if base.is_dir() and os.access(base, os.W_OK) and not any(resolved.is_relative_to(r) for r in temp_roots()):
+            made = Path(tempfile.mkdtemp(prefix=".localagent-sandbox-test-", dir=base))
+            try:
+                yield made
+            finally:
+                shutil.rmtree(made, ignore_errors=True)
+            return
+    pytest.skip("no writable directory outside the temp directories")
+
+
+# --- Filesystem ------------------------------------------------------------------------------
+
+
+@needs_landlock
+async def test_workspace_write_blocks_writes_outside_but_reads_work(tmp_path: Path, outside_dir: Path) -> None:
+    (outside_dir / "readme.txt").write_text("readable outside\n")
+    ctx = make_ctx(tmp_path)
+    command = f"cat {outside_dir}/readme.txt; echo x > {outside_dir}/new.txt; mkdir {outside_dir}/sub"
+    output, meta = await bash(ctx, command + "; ls /etc >/dev/null && echo listed")
+    assert "readable outside" in output
+    assert "listed" in output
+    assert "Permission denied" in output
+    assert not (outside_dir / "new.txt").exists()
+    assert not (outside_dir / "sub").exists()
+    assert meta["sandboxed"] is True and meta["sandbox_mode"] == "workspace-write"
+
+
+@needs_landlock
+async def test_workspace_scratch_and_temp_dirs_are_writable(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path)
+    ctx.scratch_dir.mkdir(parents=True, exist_ok=True)
+    tag = secrets.token_hex(4)
+    targets = [ctx.workspace / "made.txt", ctx.scratch_dir / f"s-{tag}", Path("/tmp") / f"t-{tag}"]
+    targets += [Path(p) / f"v-{tag}" for p in ("/var/tmp", "/dev/shm") if Path(p).is_dir()]
+    command = "; ".join(f"echo ok > {t} && mv {t} {t}.moved" for t in targets)
+    command += f"; mkdir -p {ctx.workspace}/d/e && ln -s made.txt {ctx.workspace}/link && rm -r {ctx.workspace}/d"
+    try:
+        output, meta = await bash(ctx, command + "; echo $?")
+        assert output.splitlines()[0] == "0", output
+        for target in targets:
+            assert Path(f"{target}.moved").read_text() == "ok\n"
+        assert meta["sandboxed"] is True
+    finally:
+        for target in targets:
+            Path(f"{target}.moved").unlink(missing_ok=True)
+
+
+@needs_landlock
+async def test_read_only_blocks_every_write_but_reads_and_git_log_work(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, mode="read-only")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(ctx.workspace)]
+    (ctx.workspace / "tracked.txt").write_text("tracked content\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "tracked.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first commit"], check=True)
+    tag = secrets.token_hex(4)
+    output, meta = await bash(
+        ctx,
+        f"cat tracked.txt; ls; git log --oneline; git status --short; echo x > new.txt; rm -f tracked.txt; "
+        f"echo y > /tmp/ro-{tag}; echo quiet > /dev/null && echo devnull-ok",
+    )
+    assert "tracked content" in output
+    assert "first commit" in output
+    assert "devnull-ok" in output
+    assert (ctx.workspace / "tracked.txt").exists()
+    assert not (ctx.workspace / "new.txt").exists()
+    assert not Path(f"/tmp/ro-{tag}").exists()
+    assert meta["sandboxed"] is True and meta["sandbox_mode"] == "read-only"
+
+
+# --- Network ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+@needs_landlock
+@needs_network_rules
+async def test_tcp_connect_and_bind_fail_with_network_off(tmp_path: Path, listening_port: int) -> None:
+    ctx = make_ctx(tmp_path, network=False)
+    bind = f"{sys.executable} -c \"import socket; socket.socket().bind(('127.0.0.1', 0)); print('bound')\""
+    output, meta = await bash(ctx, f"exec 3<>/dev/tcp/127.0.0.1/{listening_port} && echo connected; {bind}")
+    assert "connected" not in output
+    assert "bound" not in output
+    assert "Permission denied" in output
+    assert meta["network_blocked"] is True
+
+
+@needs_landlock
+async def test_tcp_connect_works_with_network_on(tmp_path: Path, listening_port: int) -> None:
+    ctx = make_ctx(tmp_path, network=True)
+    output, meta = await bash(ctx, f"exec 3<>/dev/tcp/127.0.0.1/{listening_port} && echo connected")
+    assert "connected" in output
+    assert meta["network_blocked"] is False and meta["sandboxed"] is True
+
+
+# --- Process boundary ------------------------------------------------------------------------
+
+# Runs the bash tool inside a process whose own environment (as exec'd, which is what
+# /proc/PID/environ shows) holds the secrets, as the agent's does.
+AGENT = """
+import asyncio, json, sys
+from pathlib import Path
+from tools import BashTool, ToolContext, sandbox
+from tools.sandbox import LandlockSupport, SandboxPolicy
+mode, workspace, scratch, command, simulate = sys.argv[1:6]
+if simulate == "no-landlock":
+    sandbox.landlock_support = lambda: LandlockSupport(0, "simulated")
+ctx = ToolContext(workspace=Path(workspace), scratch_dir=Path(scratch), sandbox=SandboxPolicy(mode=mode))
+result = asyncio.run(BashTool().run({"command": command}, ctx))
+print(json.dumps({"output": result.output, "metadata": result.metadata}))
+"""
+
+
+def run_as_agent(tmp_path: Path, mode: str, command: str, secret_env: dict[str, str], simulate: str = "") -> dict:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    env = {**os.environ, **secret_env}
+    done = subprocess.run(
+        [sys.executable, "-c", AGENT, mode, str(workspace), str(tmp_path / "scratch"), command, simulate],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def environ_probe(*needles: str) -> str:
+    """Counts, for every ancestor and then every visible process, environ files holding a needle."""
+    pattern = " ".join(f"-e {n}" for n in needles)
+    return (
+        "ancestors=0; hits=0; pid=$PPID\n"
+        'while [ "${pid:-0}" -gt 0 ]; do\n'
+        "  ancestors=$((ancestors+1))\n"
+        f"  if {{ tr '\\0' '\\n' < /proc/$pid/environ; }} 2>/dev/null | grep -q -F {pattern}; then hits=$((hits+1)); fi\n"
+        "  pid=$(awk '/^PPid:/{print $2}' /proc/$pid/status 2>/dev/null)\n"
+        "done\n"
+        "visible=0; any=0\n"
+        "for f in /proc/[0-9]*/environ; do\n"
+        "  visible=$((visible+1))\n"
+        f"  if {{ tr '\\0' '\\n' < \"$f\"; }} 2>/dev/null | grep -q -F {pattern}; then any=$((any+1)); fi\n"
+        "done\n"
+        "echo ancestors=$ancestors ancestor_hits=$hits visible=$visible visible_hits=$any"
+    )
+
+
+def probe_counts(output: str) -> dict[str, int]:
+    line = next(line for line in output.splitlines() if line.startswith("ancestors="))
+    return {key: int(value) for key, value in (item.split("=") for item in line.split())}
+
+
+SECRET_NAME = "LOCALAGENT_TEST_SECRET_TOKEN"
+
+
+@needs_landlock
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only", "off"])
+def test_no_ancestor_or_other_process_shows_the_agents_secrets(tmp_path: Path, mode: str) -> None:
+    by_name = "value-" + secrets.token_hex(12)
+    by_shape = "ghp_" + secrets.token_hex(18)
+    result = run_as_agent(
+        tmp_path, mode, environ_probe(by_name, by_shape), {SECRET_NAME: by_name, "LOCALAGENT_TEST_NOTE": by_shape}
+    )
+    counts = probe_counts(result["output"])
+    assert counts["ancestors"] >= 2, result["output"]  # the agent and the test runner at least
+    assert counts["ancestor_hits"] == 0, result["output"]
+    assert counts["visible_hits"] == 0, result["output"]
+    assert by_name not in result["output"] and by_shape not in result["output"]
+    assert result["metadata"]["process_isolation"] == "landlock"
+    direct = run_as_agent(tmp_path, mode, "tr '\\0' '\\n' < /proc/$PPID/environ", {SECRET_NAME: by_name})
+    assert by_name not in direct["output"]
+    assert "Permission denied" in direct["output"]
+
+
+@needs_pid_namespace
+def test_without_landlock_a_pid_namespace_hides_every_other_process(tmp_path: Path) -> None:
+    by_name = "value-" + secrets.token_hex(12)
+    command = environ_probe(by_name) + "; echo ppid=$PPID; ls -d /proc/[0-9]* | wc -l | sed 's/^/procs=/'"
+    result = run_as_agent(tmp_path, "workspace-write", command, {SECRET_NAME: by_name}, simulate="no-landlock")
+    counts = probe_counts(result["output"])
+    assert counts["ancestor_hits"] == 0 and counts["visible_hits"] == 0, result["output"]
+    assert "ppid=0" in result["output"]  # the shell is the namespace's first process
+    assert counts["visible"] <= 8, result["output"]  # only the shell and what it started
+    assert result["metadata"]["process_isolation"] == "pid-namespace"
+    assert result["metadata"]["sandboxed"] is False
+
+
+@needs_pid_namespace
+async def test_pid_namespace_keeps_exit_codes_and_timeouts_kill_the_whole_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "landlock_support", lambda: NO_LANDLOCK)
+    ctx = make_ctx(tmp_path)
+    output, meta = await bash(ctx, "echo hi; exit 7")
+    assert meta["exit_code"] == 7 and "hi" in output
+    marker = f"{1000 + secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
+    started = time.monotonic()
+    output, meta = await bash(ctx, f"(trap '' TERM; setsid sleep {marker}) & sleep {marker}", timeout=0.5)
+    assert meta["timed_out"] and time.monotonic() - started < 10
+    assert await gone(marker), "a process of the namespace survived the timeout"
+
+
+async def gone(marker: str, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = False
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if marker.encode() in cmdline.read_bytes():
+                    alive = True
+                    break
+            except OSError:
+                continue
+        if not alive:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+# --- Availability and reporting --------------------------------------------------------------
+
+
+def test_default_policy_is_workspace_write_without_network(tmp_path: Path) -> None:
+    ctx = ToolContext(workspace=tmp_path, scratch_dir=tmp_path / "scratch")
+    assert ctx.sandbox == SandboxPolicy(mode="workspace-write", network=False)
+    with pytest.raises(ValueError, match="unknown sandbox mode"):
+        SandboxPolicy(mode="sometimes")  # type: ignore[arg-type]
+
+
+@needs_landlock
+def test_available_here_and_silent_when_enforced() -> None:
+    assert 1 <= ABI <= 64
+    assert sandbox_available()
+    assert sandbox_available(SandboxPolicy(mode="read-only")) == (ABI >= 4)
+    assert sandbox_note(SandboxPolicy(mode="read-only", network=True)) is None
+    assert "off" in (sandbox_note(SandboxPolicy(mode="off")) or "")
+
+
+def test_missing_landlock_is_reported_not_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "landlock_support", lambda: NO_LANDLOCK)
+    policy = SandboxPolicy(mode="read-only")
+    assert not sandbox_available(policy)
+    note = sandbox_note(policy)
+    assert note is not None and "without a sandbox" in note and "simulated" in note
+    assert "\n" not in note
+    confinement = confine(policy, tmp_path, tmp_path / "scratch")
+    assert confinement.sandboxed is False and confinement.preexec_fn is None
+
+
+async def test_unsandboxed_runs_say_so_in_metadata(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "landlock_support", lambda: NO_LANDLOCK)
+    monkeypatch.setattr(sandbox, "pid_namespace_prefix", lambda: None)
+    output, meta = await bash(make_ctx(tmp_path, mode="read-only"), "echo ran")
+    assert "ran" in output
+    assert meta["sandboxed"] is False and meta["process_isolation"] == "none"
+
+
+# --- Secret filter ---------------------------------------------------------------------------
+
+
+SECRET_NAMES = [
+    "OPENAI_API_KEY", "my_api_key", "AWS_SECRET_ACCESS_KEY", "FOO_TOKEN", "DB_PASSWORD", "MYSQL_PASSWD",
+    "SMTP_PASS", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CREDENTIAL", "BASIC_AUTH", "GH_PAT", "GITHUB_PAT",
+    "SESSION_COOKIE", "FLASK_SESSION", "RSA_PRIVATE", "NPM_AUTH", "NPM_AUTHTOKEN", "DOCKER_CREDENTIALS",
+    "DATABASE_URL", "REDIS_URL", "SENTRY_DSN", "APIKEY", "awsSecretKey", "SSH_AUTH_SOCK",
+]
+# Each value under an innocent name; each must be caught by its shape alone.
+SECRET_VALUES = {
+    "openai": "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6",
+    "anthropic": "sk-ant-api03-" + "Zx9" * 12,
+    "github": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_oauth": "gho_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_user": "ghu_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_server": "ghs_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_fine": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "huggingface": "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH",
+    "aws": "AKIA" + "IOSFODNN7EXAMPLE",
+    "aws_session": "ASIA" + "IOSFODNN7EXAMPLE",
+    "slack": "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOp",
+    "gitlab": "glpat-" + "AbCdEfGhIjKlMnOpQrSt",
+    "npm": "npm_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "pem": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+    "url": "postgres://app:hunter2@db.internal:5432/app",
+    "bearer": "Authorization: Bearer sk-" + "0123456789abcdefghijklmn",
+}
+ORDINARY = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin:/opt/sk-tools-2024-release/bin",
+    "HOME": "/home/user", "LANG": "en_US.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
+    "SHELL": "/bin/bash", "USER": "user", "PWD": "/home/user/project", "OLDPWD": "/home/user",
+    "PYTHONPATH": "/home/user/lib", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "MANPATH": "/usr/share/man",
+    "TOKENIZERS_PARALLELISM": "false", "KEYTIMEOUT": "1", "XKB_KEYMAP": "us", "GIT_AUTHOR_NAME": "A. Person",
+    "GIT_AUTHOR_EMAIL": "a@example.com", "GOPRIVATE": "example.com/*", "XDG_SESSION_TYPE": "wayland",
+    "DESKTOP_SESSION": "gnome", "HTTP_PROXY": "http://proxy.internal:3128", "SERVICE_URL": "https://example.com/api",
+    "CUDA_VISIBLE_DEVICES": "0", "EDITOR": "vim", "PIP_INDEX_URL": "https://pypi.org/simple",
+    "GIT_SSH_COMMAND": "ssh -o IdentitiesOnly=yes", "SK_LEARN_HOME": "/data/sk-learn",
+}
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_names_are_withheld(name: str) -> None:
+    assert filtered_environment(set(), {name: "harmless-looking"}) == {}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRET_VALUES))
+def test_secret_value_shapes_are_withheld_under_any_name(kind: str) -> None:
+    assert filtered_environment(set(), {"BUILD_NOTE": SECRET_VALUES[kind]}) == {}
+
+
+def test_ordinary_variables_pass_untouched() -> None:
+    assert filtered_environment(set(), ORDINARY) == ORDINARY
+
+
+def test_system_names_pass_whatever_their_value_looks_like() -> None:
+    for name in ("PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD"):
+        assert not looks_secret(name, SECRET_VALUES["github"])
+
+
+def test_allowed_names_pass_even_when_they_look_secret() -> None:
+    jwt = SECRET_VALUES["jwt"]
+    source = {"GH_PAT": "x", "BUILD_NOTE": jwt, "OPENAI_API_KEY": "y", "OTHER_NOTE": jwt}
+    assert filtered_environment({"GH_PAT", "BUILD_NOTE"}, source) == {"GH_PAT": "x", "BUILD_NOTE": jwt}
+
+
+async def test_bash_commands_never_see_filtered_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GH_PAT", "pat-value-123")
+    monkeypatch.setenv("BUILD_NOTE", SECRET_VALUES["huggingface"])
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    ctx = make_ctx(tmp_path)
+    ctx.env_allow = {"SSH_AUTH_SOCK"}
+    output, _ = await bash(ctx, "env")
+    assert "pat-value-123" not in output
+    assert SECRET_VALUES["huggingface"] not in output
+    assert "TOKENIZERS_PARALLELISM=false" in output
+    assert "SSH_AUTH_SOCK=/tmp/agent.sock" in output
