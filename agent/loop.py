@@ -33,6 +33,8 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from agent.sandbox_modes import sandbox_for
+from tools.sandbox import sandbox_available
 from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call
 from agent.preview import preview_diff
 from agent.toolcall_text import format_error_feedback, parse_text_tool_calls, validate_arguments
@@ -230,7 +232,13 @@ class Agent:
         return self._emit(HistoryReplaced(list(self.messages)))
 
     def set_mode(self, mode: str) -> None:
-        self.policy = PermissionPolicy(mode, self.policy.rules)
+        # The bash sandbox follows the mode (read-only cannot write); "off" stays only in full-auto.
+        current = self.tool_ctx.sandbox
+        requested = "off" if current.mode == "off" else None
+        # An unsandboxed full-auto has the network; leaving it must not carry that over.
+        network = current.network and current.mode != "off"
+        self.tool_ctx.sandbox = sandbox_for(mode, requested, network=network)
+        self.policy = self.policy.with_mode(mode, bash_sandboxed=sandbox_available(self.tool_ctx.sandbox))
 
     def _turn_finished(
         self, reason: FinishReason, text: str, steps: int, before: dict[str, int], message: str
@@ -346,7 +354,9 @@ class Agent:
             return
         summary = tool.describe_call(call.arguments, self.tool_ctx.workspace)
         yield self._emit(ToolCallStarted(call.id, call.name, call.arguments, summary))
-        decision = self.policy.decide(tool.name, tool.reads_only, summary)
+        decision = self.policy.decide(
+            tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=call.arguments
+        )
         if decision.action == "ask" and self.config.headless:
             decision = resolve_without_person(decision)
         if decision.action == "ask":

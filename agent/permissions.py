@@ -5,7 +5,17 @@ Before the parentheses is a glob on the tool name; inside is a pattern on the ca
 for bash, the workspace-relative path for file tools, the one-line call summary otherwise.
 
 Order of precedence: a deny rule wins; read-only mode refuses every tool that writes, whatever
-the allow rules say; then an ask rule; then an allow rule; then the mode's default.
+the allow rules say (bash runs there only when it is sandboxed read-only); below full-auto, file
+tools may not write inside `.git` and must ask to change `.localagent.toml` or `.mcp.json`; then
+an ask rule; then an allow rule; then the mode's default.
+
+Rules match what a call touches, not only what it says. A file path matches as written and as
+resolved in the workspace (symlinks followed); deny and ask rules stop a call if either matches,
+allow rules only look at the resolved path and never allow one outside the workspace. A bash
+command is read through wrappers, quoting and command strings (see agent.shell_commands): a deny
+or ask rule stops it if any command it runs matches, an allow rule needs every one matched. A
+command that cannot be read with confidence is never allowed by a pattern and, when a deny or
+ask rule might apply to it, it asks.
 """
 
 from __future__ import annotations
@@ -13,13 +23,18 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+import textwrap
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from agent.errors import AgentError
+from agent.path_targets import PathTarget, path_target
+from agent.shell_commands import CommandAnalysis, analyse
 from tools.glob_patterns import glob_to_regex_source
 
 __all__ = [
@@ -50,7 +65,7 @@ _SUBCOMMAND_PROGRAMS = frozenset(
     {"git", "npm", "npx", "pnpm", "yarn", "cargo", "go", "uv", "pip", "pip3", "poetry", "docker", "kubectl",
      "make", "dotnet", "gradle", "mvn", "bun", "deno", "conda", "brew", "apt", "apt-get", "gh", "hatch", "just"}
 )  # fmt: skip
-# Wrappers that run the rest of the line as a command; deny rules look through them.
+# Wrappers that run the rest of the line as a command; the loose reading for deny rules strips them.
 _WRAPPERS = ("sudo", "command", "exec", "nohup", "time", "env", "nice", "xargs", "doas")
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*\s+")
 _TOOL_GLOB = re.compile(r"[A-Za-z0-9_.*?\[\]!-]+")
@@ -120,6 +135,8 @@ class Decision:
     summary: str = ""
     # The rule that decided, if one did.
     rule: str | None = None
+    # What the user can do to allow it, where the usual advice (a mode or an allow rule) would not help.
+    remedy: str | None = None
 
 
 @dataclass
@@ -152,28 +169,59 @@ class PermissionRules:
 
 
 class PermissionPolicy:
-    def __init__(self, mode: str | PermissionMode, rules: PermissionRules | None = None) -> None:
+    def __init__(
+        self, mode: str | PermissionMode, rules: PermissionRules | None = None, *, bash_sandboxed: bool = False
+    ) -> None:
         self.mode = PermissionMode.parse(mode)
         self.rules = rules if rules is not None else PermissionRules()
+        # Bash runs under a read-only sandbox in read-only mode, so it need not be refused there.
+        self.bash_sandboxed = bash_sandboxed
+
+    def with_mode(self, mode: str | PermissionMode, *, bash_sandboxed: bool | None = None) -> PermissionPolicy:
+        """The same rules under another mode; the sandbox flag stays unless given."""
+        sandboxed = self.bash_sandboxed if bash_sandboxed is None else bash_sandboxed
+        return PermissionPolicy(mode, self.rules, bash_sandboxed=sandboxed)
 
     def add_rule(self, action: str, rule_text: str) -> Rule:
         return self.rules.add(action, rule_text)
 
-    def decide(self, tool_name: str, reads_only: bool, call_summary: str) -> Decision:
-        """`reads_only` comes from the tool (for MCP tools, from whatever the caller trusts)."""
+    def decide(
+        self,
+        tool_name: str,
+        reads_only: bool,
+        call_summary: str,
+        *,
+        workspace: Path | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """`reads_only` comes from the tool (for MCP tools, from whatever the caller trusts).
 
-        def made(action: Action, reason: str, rule: Rule | None = None) -> Decision:
-            return Decision(action, reason, tool_name, call_summary, rule.text if rule else None)
+        With `workspace` (and the call's `arguments`), file tool paths are resolved there, so
+        rules see where a call lands and not only how it spells the path.
+        """
+        call = _CallView.of(tool_name, call_summary, workspace, arguments)
 
-        denied = _first_restricting(self.rules.deny, tool_name, call_summary)
+        def made(action: Action, reason: str, rule: Rule | None = None, remedy: str | None = None) -> Decision:
+            return Decision(action, reason, tool_name, call_summary, rule.text if rule else None, remedy)
+
+        denied = _first_restricting(self.rules.deny, call)
         if denied is not None:
             return made("deny", f"denied by rule {denied.text}", denied)
-        if self.mode is PermissionMode.READ_ONLY and not reads_only:
+        sandboxed = self.mode is PermissionMode.READ_ONLY and tool_name == BASH_TOOL and self.bash_sandboxed
+        if self.mode is PermissionMode.READ_ONLY and not reads_only and not sandboxed:
             return made("deny", f"read-only mode: {tool_name} is not allowed")
-        asked = _first_restricting(self.rules.ask, tool_name, call_summary)
+        guarded = _guarded_write(call) if self.mode is not PermissionMode.FULL_AUTO else None
+        if guarded is not None:
+            return made(guarded.action, guarded.reason, remedy=guarded.remedy)
+        unsure = _rules_cannot_tell(self.rules, call)
+        if unsure is not None:
+            return made("ask", unsure, remedy=_UNREADABLE_REMEDY)
+        asked = _first_restricting(self.rules.ask, call)
         if asked is not None:
             return made("ask", f"rule {asked.text} asks for approval", asked)
-        allowing = _allowing_rules(self.rules.allow, tool_name, call_summary)
+        if sandboxed:
+            return made("allow", "read-only sandbox")
+        allowing = _allowing_rules(self.rules.allow, call)
         if allowing:
             names = ", ".join(rule.text for rule in allowing)
             return made("allow", f"allowed by rule{'s' if len(allowing) > 1 else ''} {names}", allowing[0])
@@ -186,12 +234,20 @@ class PermissionPolicy:
         return made("ask", f"{self.mode.value} mode: {tool_name} needs approval")
 
 
+_UNREADABLE_REMEDY = (
+    "approve it in an interactive session; a plainer command (no variables as command names, eval or "
+    "generated scripts) can be checked against the rules instead"
+)
+
+
 def resolve_without_person(decision: Decision) -> Decision:
     """For headless runs: what would ask is denied, telling the model why and what would allow it."""
     if decision.action != "ask":
         return decision
     tool = decision.tool_name or "this call"
-    if decision.rule is not None:
+    if decision.remedy is not None:
+        remedy = decision.remedy
+    elif decision.rule is not None:
         remedy = f"remove the ask rule {decision.rule} from the config"
     elif decision.tool_name in FILE_EDIT_TOOLS:
         remedy = f"rerun with --mode auto-edit or add the allow rule {rule_for_call(tool, decision.summary)}"
@@ -206,6 +262,7 @@ def resolve_without_person(decision: Decision) -> Decision:
         decision.tool_name,
         decision.summary,
         decision.rule,
+        decision.remedy,
     )
 
 
@@ -213,11 +270,12 @@ def rule_for_call(tool_name: str, summary: str) -> str:
     """The rule an "allow always" answer adds: a command prefix for bash, the exact path for files."""
     if tool_name == BASH_TOOL:
         command = summary.strip()
-        segments, risky = _split_command(command)
-        if risky or len(segments) != 1 or _ENV_ASSIGNMENT.match(command):
-            # Compound or tricky commands are only ever allowed again verbatim.
+        analysis = analyse(command)
+        single = analysis.commands[0] if len(analysis.commands) == 1 else None
+        if single is None or not single.words or single.assignments or not analysis.readable or analysis.writes_files:
+            # Compound, wrapped or tricky commands are only ever allowed again verbatim.
             return f"bash({_escape_star(command)})"
-        words = segments[0].split()
+        words = [word.render() for word in single.words]
         count = 1
         if len(words) > 1 and words[0] in _SUBCOMMAND_PROGRAMS and not words[1].startswith("-"):
             count = 2
@@ -237,137 +295,151 @@ def rule_for_call(tool_name: str, summary: str) -> str:
     return tool_name
 
 
+# -- what a call touches ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _CallView:
+    """A call as the rules see it: the bash command read through, or the file path resolved."""
+
+    tool_name: str
+    summary: str
+    path: PathTarget | None = None
+    bash: CommandAnalysis | None = None
+    # Texts a bash deny or ask rule is matched against (any match stops the call).
+    bash_texts: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, tool_name: str, summary: str, workspace: Path | None, arguments: Mapping[str, Any] | None) -> _CallView:
+        if tool_name == BASH_TOOL:
+            analysis = analyse(summary.strip())
+            return cls(tool_name, summary, bash=analysis, bash_texts=_bash_texts(summary, analysis))
+        if tool_name in PATH_TOOLS:
+            return cls(tool_name, summary, path=path_target(summary, workspace, arguments))
+        return cls(tool_name, summary)
+
+
+def _bash_texts(summary: str, analysis: CommandAnalysis) -> tuple[str, ...]:
+    texts = [summary.strip(), *_command_parts_loose(summary)]
+    for command in (*analysis.commands, *analysis.embedded):
+        texts += [
+            command.source,
+            command.text(),
+            command.text(assignments=False),
+            command.text(assignments=False, basename=True),
+        ]
+    return tuple(dict.fromkeys(text for text in texts if text))
+
+
+@dataclass(frozen=True)
+class _Guard:
+    action: Action
+    reason: str
+    remedy: str | None = None
+
+
+def _guarded_write(call: _CallView) -> _Guard | None:
+    """Below full-auto, file tools may not write into .git and must ask to change the agent's config."""
+    if call.tool_name not in FILE_EDIT_TOOLS or call.path is None:
+        return None
+    written, landed = call.path.written, call.path.resolved
+    shown = written if landed in (None, written) else f"{written} (resolves to {landed})"
+    if call.path.inside_git():
+        return _Guard(
+            "deny", f"{shown} is inside .git; file tools may not write there below full-auto mode "
+                    "(git config and hooks can run code)",
+        )  # fmt: skip
+    if call.path.is_agent_config():
+        return _Guard(
+            "ask", f"{shown} is the workspace's agent configuration, which decides what the agent may run; "
+                   "changes to it need approval",
+            "make the change by hand or rerun with --mode full-auto",
+        )  # fmt: skip
+    return None
+
+
 # -- matching ---------------------------------------------------------------------------------
 
 
-def _first_restricting(rules: list[Rule], tool_name: str, summary: str) -> Rule | None:
+def _first_restricting(rules: list[Rule], call: _CallView) -> Rule | None:
     """Deny and ask rules: a match anywhere in the call is enough (err on the side of stopping)."""
     for rule in rules:
-        if not rule.covers_tool(tool_name):
+        if not rule.covers_tool(call.tool_name):
             continue
         if rule.pattern is None:
             return rule
-        if tool_name == BASH_TOOL:
-            candidates = [summary.strip(), *_command_parts_loose(summary)]
-            if any(_star_regex(rule.pattern).fullmatch(c) for c in candidates):
+        if call.bash is not None:
+            if any(_star_regex(rule.pattern).fullmatch(text) for text in call.bash_texts):
                 return rule
-        elif tool_name in PATH_TOOLS:
-            if _path_regex(rule.pattern).fullmatch(_normalise_path(summary).lstrip("/")):
+        elif call.path is not None:
+            if any(_path_regex(rule.pattern).fullmatch(form) for form in call.path.spellings):
                 return rule
-        elif _star_regex(rule.pattern).fullmatch(summary.strip()):
+        elif _star_regex(rule.pattern).fullmatch(call.summary.strip()):
             return rule
     return None
 
 
-def _allowing_rules(rules: list[Rule], tool_name: str, summary: str) -> list[Rule]:
+def _rules_cannot_tell(rules: PermissionRules, call: _CallView) -> str | None:
+    """Why a bash deny or ask rule might apply without the policy being able to tell, if it might."""
+    analysis = call.bash
+    if analysis is None:
+        return None
+    restricting = [r for r in (*rules.deny, *rules.ask) if r.pattern is not None and r.covers_tool(call.tool_name)]
+    if not restricting:
+        return None
+    if analysis.doubts:
+        return f"a rule may apply, but this command cannot be read with confidence: {analysis.doubts[0]}"
+    for command in analysis.commands:
+        if all(word.literal for word in command.words):
+            continue
+        shapes = (command.shape(assignments=False, basename=True), command.shape())
+        for rule in restricting:
+            if any(_could_match(rule.pattern or "", shape) for shape in shapes):
+                shown = textwrap.shorten(command.text(), 60, placeholder=" ...")
+                return f"rule {rule.text} may apply to `{shown}`, depending on values known only when it runs"
+    return None
+
+
+def _allowing_rules(rules: list[Rule], call: _CallView) -> list[Rule]:
     """Allow rules: every part of the call must be covered, or nothing is allowed."""
-    relevant = [rule for rule in rules if rule.covers_tool(tool_name)]
+    relevant = [rule for rule in rules if rule.covers_tool(call.tool_name)]
     whole = next((rule for rule in relevant if rule.pattern is None), None)
     if whole is not None:
+        # A rule without a pattern reads nothing, so nothing about the call can fool it.
         return [whole]
-    if tool_name == BASH_TOOL:
-        return _allowing_bash(relevant, summary.strip())
-    if tool_name in PATH_TOOLS:
-        path = _normalise_path(summary)
-        if path.startswith("/") or path == ".." or path.startswith("../"):
+    if call.bash is not None:
+        # A pattern cannot vouch for a command the policy cannot read.
+        if not call.bash.readable:
             return []
-        return [r for r in relevant if r.pattern is not None and _path_regex(r.pattern).fullmatch(path)][:1]
-    text = summary.strip()
+        return _allowing_bash(relevant, call.summary.strip(), call.bash)
+    if call.path is not None:
+        # Only where the call lands counts, and never outside the workspace.
+        landed = call.path.resolved
+        if landed is None:
+            return []
+        return [r for r in relevant if r.pattern is not None and _path_regex(r.pattern).fullmatch(landed)][:1]
+    text = call.summary.strip()
     return [r for r in relevant if r.pattern is not None and _star_regex(r.pattern).fullmatch(text)][:1]
 
 
-def _allowing_bash(rules: list[Rule], command: str) -> list[Rule]:
+def _allowing_bash(rules: list[Rule], command: str, analysis: CommandAnalysis) -> list[Rule]:
     # A rule written out as the exact command allows exactly that command, however complex.
     for rule in rules:
         literal = rule.pattern is not None and not _has_wildcard(rule.pattern)
         if literal and rule.pattern is not None and _star_regex(rule.pattern).fullmatch(command):
             return [rule]
-    segments, risky = _split_command(command)
-    if risky or not segments:
+    if analysis.writes_files or not analysis.commands:
         return []
     used: list[Rule] = []
-    for segment in segments:
-        match = next((r for r in rules if r.pattern is not None and _star_regex(r.pattern).fullmatch(segment)), None)
+    # Wrappers and what they run are all commands here: `sudo rm x` needs both sudo and rm allowed.
+    for simple in analysis.commands:
+        text = simple.text()
+        match = next((r for r in rules if r.pattern is not None and _star_regex(r.pattern).fullmatch(text)), None)
         if match is None:
             return []
         if match not in used:
             used.append(match)
     return used
-
-
-def _split_command(command: str) -> tuple[list[str], bool]:
-    """Split on unquoted `;`, `&&`, `||`, `|`, `&` and newlines.
-
-    `risky` is set when the line does things a prefix rule cannot vouch for: command or process
-    substitution, subshells, or redirecting output into a file.
-    """
-    segments: list[str] = []
-    current: list[str] = []
-    risky = False
-    quote: str | None = None
-    i, n = 0, len(command)
-
-    def flush() -> None:
-        text = " ".join("".join(current).split())
-        if text:
-            segments.append(text)
-        current.clear()
-
-    while i < n:
-        char = command[i]
-        if quote == "'":
-            current.append(char)
-            quote = None if char == "'" else quote
-            i += 1
-            continue
-        if char == "\\" and i + 1 < n:
-            current.append(command[i : i + 2])
-            i += 2
-            continue
-        if quote == '"':
-            if char == "`" or command.startswith("$(", i):
-                risky = True
-            current.append(char)
-            quote = None if char == '"' else quote
-            i += 1
-            continue
-        if char in "'\"":
-            quote = char
-            current.append(char)
-        elif char == "`" or command.startswith(("$(", "<(", ">("), i) or char in "(){}":
-            risky = True
-            current.append(char)
-        elif char == ">" or (char == "&" and command.startswith("&>", i)):
-            end, harmless = _redirection(command, i)
-            risky = risky or not harmless
-            current.append(command[i:end])
-            i = end
-            continue
-        elif char in ";&|\n":
-            flush()
-        else:
-            current.append(char)
-        i += 1
-    if quote is not None:
-        risky = True
-    flush()
-    return segments, risky
-
-
-def _redirection(command: str, start: int) -> tuple[int, bool]:
-    """Where an output redirection starting at `start` ends, and whether it only touches fds or /dev/null."""
-    i = start + (2 if command.startswith("&>", start) else 1)
-    if command.startswith(">", i):
-        i += 1
-    if command.startswith("&", i) and i + 1 < len(command) and (command[i + 1].isdigit() or command[i + 1] == "-"):
-        return i + 2, True
-    j = i
-    while j < len(command) and command[j] in " \t":
-        j += 1
-    target = re.match(r"/dev/null(?=$|[\s;&|)])", command[j:])
-    if target:
-        return j + target.end(), True
-    return i, False
 
 
 def _command_parts_loose(command: str) -> list[str]:
@@ -445,3 +517,56 @@ def _path_regex(pattern: str) -> re.Pattern[str]:
     prefix = "" if anchored else "(?:.*/)?"
     # Naming a directory covers what is inside it, as in .gitignore.
     return re.compile(prefix + source + "(?:/.*)?", re.DOTALL)
+
+
+# A wildcard position when star patterns are compared with one another.
+_ANY = None
+
+
+def _could_match(pattern: str, shape: Sequence[str | None]) -> bool:
+    """Whether some value of the holes (None) in `shape` makes the star pattern match it."""
+    text: list[str | None] = []
+    for piece in shape:
+        text.extend([_ANY] if piece is None else list(piece))
+    return any(_overlap(alternative, text) for alternative in _pattern_tokens(pattern))
+
+
+@lru_cache(maxsize=512)
+def _pattern_tokens(pattern: str) -> tuple[tuple[str | None, ...], ...]:
+    """A rule pattern as characters and wildcards; `x:*` gives two alternatives (`x`, `x *`)."""
+    word_prefix = pattern.endswith(":*") and not pattern.endswith("\\:*")
+    body = pattern[:-2] if word_prefix else pattern
+    tokens: list[str | None] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            tokens.append(body[i + 1])
+            i += 2
+            continue
+        tokens.append(_ANY if body[i] == "*" else body[i])
+        i += 1
+    if word_prefix:
+        return (tuple(tokens), (*tokens, " ", _ANY))
+    return (tuple(tokens),)
+
+
+def _overlap(a: Sequence[str | None], b: Sequence[str | None]) -> bool:
+    """Whether two star patterns share a string: a walk over pairs of positions."""
+    seen: set[tuple[int, int]] = set()
+    queue = deque([(0, 0)])
+    while queue:
+        i, j = queue.popleft()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(a) and j == len(b):
+            return True
+        steps: list[tuple[int, int]] = []
+        if i < len(a) and a[i] is _ANY:
+            steps += [(i + 1, j)] + ([(i, j + 1)] if j < len(b) else [])
+        if j < len(b) and b[j] is _ANY:
+            steps += [(i, j + 1)] + ([(i + 1, j)] if i < len(a) else [])
+        if i < len(a) and j < len(b) and a[i] is not _ANY and a[i] == b[j]:
+            steps.append((i + 1, j + 1))
+        queue.extend(step for step in steps if step not in seen)
+    return False

@@ -29,6 +29,8 @@ from server.process import probe_health
 from server.profiles import DEFAULT_PROFILE
 from server.supervisor import ServerState, SupervisorStatus
 from tools.base import ToolContext
+from agent.sandbox_modes import sandbox_for
+from tools.sandbox import sandbox_available, sandbox_note
 from tools.mcp import AskApproval, McpManager
 from tools.registry import builtin_tools
 
@@ -50,6 +52,7 @@ class AgentOptions:
     trust_project_mcp: bool = False
     # The TUI's way to ask about a repo's own .mcp.json servers; without it they are skipped.
     approve_project_mcp: AskApproval | None = None
+    sandbox: str | None = None  # "off" only with full-auto; None keeps the mode's sandbox
 
 
 @dataclass
@@ -123,7 +126,11 @@ async def build_agent(
     settings = ctx.settings.agent
     mode = options.mode or (settings.headless_mode if options.headless else settings.mode)
     rules = PermissionRules.from_config(settings.permissions.model_dump())
-    policy = PermissionPolicy(mode, rules)
+    if options.sandbox == "off" and mode != "full-auto":
+        raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
+    policy = PermissionPolicy(
+        mode, rules, bash_sandboxed=sandbox_available(sandbox_for(mode, options.sandbox, network=settings.sandbox_network))
+    )
 
     store = session_store(ctx)
     history = None
@@ -140,17 +147,20 @@ async def build_agent(
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
 
     scratch = ctx.paths.data / "tool-output" / session_id
+    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
     tool_ctx = ToolContext(
         workspace=ctx.workspace,
         scratch_dir=scratch,
         env_allow=set(settings.env_allow),
         bash_default_timeout=settings.bash_timeout,
+        sandbox=sandbox,
     )
     mcp, notes = await open_mcp(
         ctx, options.mcp_config, trust=options.trust_project_mcp, ask=options.approve_project_mcp, scratch_dir=scratch
     )
     instructions = load_instructions(ctx.workspace, max_bytes=settings.instructions_max_bytes)
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
+    tool_ctx.before_write = checkpoints.preserve_before_write
 
     async def before_turn(turn: int) -> None:
         await checkpoints.create(f"before turn {turn}")
@@ -177,6 +187,9 @@ async def build_agent(
         sink=sink,
         before_turn=before_turn,
     )
+    note = sandbox_note(sandbox)
+    if note:
+        notes.append(note)
     return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes)
 
 

@@ -53,6 +53,8 @@ class AgentSettings(BaseModel):
     compact_threshold: float = Field(default=0.8, gt=0.1, le=1.0)
     bash_timeout: float = Field(default=120.0, gt=0, le=600)
     env_allow: list[str] = []
+    # Bash commands may open TCP connections (package installs, API calls); off by default.
+    sandbox_network: bool = False
     instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
     permissions: PermissionSettings = PermissionSettings()
 

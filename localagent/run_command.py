@@ -33,6 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--timeout", type=float, help="seconds before stopping (exit 3)")
     run.add_argument("--mode", choices=MODES, help="permission mode (default: agent.headless_mode, auto-edit)")
     add_endpoint_arguments(run)
+    add_sandbox_argument(run)
     run.add_argument("--resume", metavar="ID|last", help="continue a saved session")
     add_config_arguments(run)
     run.set_defaults(handler=cmd_run)
@@ -44,6 +45,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     undo = commands.add_parser("undo", help="restore the workspace to before the last agent turn")
     undo.add_argument("--session", default="last", help="session id (default: the last in this workspace)")
     undo.set_defaults(handler=cmd_undo)
+
+
+def add_sandbox_argument(parser: argparse.ArgumentParser, dest: str = "sandbox") -> None:
+    parser.add_argument(
+        "--sandbox", dest=dest, choices=["on", "off"],
+        help="bash runs under an OS sandbox (Landlock) in every mode; 'off' is allowed with --mode full-auto",
+    )
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         headless=True,
         mcp_config=args.mcp_config,
         trust_project_mcp=args.trust_project_mcp,
+        sandbox=args.sandbox,
     )
     return asyncio.run(_run(ctx, options, task, args.output_format, args.timeout))
 

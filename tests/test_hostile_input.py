@@ -19,7 +19,7 @@ from tools.registry import builtin_tools
 
 def _session_lines(la_env) -> list[dict]:
     [path] = list((la_env.home / "data" / "sessions").glob("*.jsonl"))
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
 def test_nul_surrogate_and_nan_become_error_results_and_the_session_stays_valid(la_env):
@@ -90,7 +90,7 @@ def test_any_event_payload_is_written_as_one_valid_json_line(tmp_path: Path, pay
     writer.append({"type": "probe", "payload": payload})
     writer.close()
     [path] = list((tmp_path / "sessions").glob(f"{writer.session_id}*.jsonl"))
-    lines = path.read_bytes().decode("utf-8").splitlines()
+    lines = [line for line in path.read_bytes().decode("utf-8").split("\n") if line]  # JSONL: \n only
     record = json.loads(lines[-1])
     if isinstance(payload, float) and math.isnan(payload):
         assert record["payload"] == "nan"

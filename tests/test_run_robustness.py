@@ -130,3 +130,54 @@ def test_bad_flags_and_environment_values_are_one_line_exit_2(la_env, args, env,
     assert result.code == 2, result.stderr
     assert "Traceback" not in result.stderr and words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_undo_restores_ignored_files_the_agent_tools_changed(la_env):
+    ws = la_env.workspace
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=ws, check=True)
+    (ws / ".gitignore").write_text(".env\nbuild/\n")
+    (ws / ".env").write_text("TOKEN=original\n")
+    turns = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": ".env"})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("edit", {"path": ".env", "old_string": "original", "new_string": "changed"})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("create", {"path": "build/out.txt", "content": "made\n"})]),
+        ScriptedTurn(text="done"),
+    ]
+    with ScriptedModelServer(turns) as model:
+        proc = _start_run(la_env, model)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert (ws / ".env").read_text() == "TOKEN=changed\n"
+    undone = la_env.run("undo")
+    assert undone.code == 0, undone.stderr
+    assert (ws / ".env").read_text() == "TOKEN=original\n"
+    assert not (ws / "build" / "out.txt").exists()
+
+
+async def test_saved_outputs_are_private_made_only_when_cut_and_capped(tmp_path, monkeypatch):
+    import stat as stat_mod
+
+    from tools import output_capture
+    from tools.output_capture import OutputCapture
+
+    scratch = tmp_path / "tool-output" / "session"
+    short = OutputCapture(scratch, "bash")
+    short.add(b"hello\n")
+    assert short.close(keep_spool=True) is None and not scratch.exists()  # no empty leftovers
+
+    monkeypatch.setattr(output_capture, "HEAD_BYTES", 10)
+    monkeypatch.setattr(output_capture, "TAIL_BYTES", 10)
+    monkeypatch.setattr(output_capture, "SPOOL_AFTER_BYTES", 20)
+    monkeypatch.setattr(output_capture, "MAX_SESSION_SPOOL_BYTES", 100)
+    long = OutputCapture(scratch, "bash")
+    for _ in range(10):
+        long.add(b"0123456789" * 3)
+    saved = long.close(keep_spool=True)
+    assert saved is not None and saved.read_bytes() == b"0123456789" * 10  # capped at the session's 100
+    assert long.spool_overflowed
+    assert stat_mod.S_IMODE(saved.stat().st_mode) == 0o600
+    assert stat_mod.S_IMODE(scratch.stat().st_mode) == 0o700
+    assert stat_mod.S_IMODE(scratch.parent.stat().st_mode) == 0o700
+    full = OutputCapture(scratch, "bash")
+    full.add(b"x" * 50)
+    assert full.close(keep_spool=True) is None and full.spool_overflowed  # the session's cap is used up

@@ -23,6 +23,10 @@ def add_tui_arguments(parser: argparse.ArgumentParser) -> None:
     endpoint.add_argument("--base-url", dest="tui_base_url", metavar="URL", help="use this OpenAI-compatible endpoint instead")
     parser.add_argument("--mode", dest="tui_mode", choices=MODES, help="permission mode (default: agent.mode, ask)")
     parser.add_argument(
+        "--sandbox", dest="tui_sandbox", choices=["on", "off"],
+        help="bash runs under an OS sandbox (Landlock) in every mode; 'off' is allowed with --mode full-auto",
+    )
+    parser.add_argument(
         "--mcp-config", dest="tui_mcp_config", type=Path, metavar="FILE", help="more MCP servers, in .mcp.json format"
     )
     parser.add_argument(
@@ -43,6 +47,7 @@ def agent_options(args: argparse.Namespace) -> Any:
         profile=args.tui_profile,
         base_url=args.tui_base_url,
         mode=args.tui_mode,
+        sandbox=args.tui_sandbox,
         resume=args.tui_resume,
         headless=False,
         mcp_config=args.tui_mcp_config,
