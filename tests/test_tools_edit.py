@@ -157,6 +157,102 @@ async def test_edit_schema_errors(ctx: ToolContext) -> None:
     assert result.is_error and "'replace_all' must be of type boolean" in result.output
 
 
+def numbered_source(line_count: int) -> str:
+    """Functions alike enough that a near miss has many plausible places."""
+    lines = []
+    for number in range(line_count // 4 + 1):
+        lines += [
+            f"def handler_{number}(request, retries={number % 5}):",
+            f"    result = session.call('service_{number % 17}', request, timeout={10 + number % 7})",
+            f"    return respond(result, tag='h{number}')",
+            "",
+        ]
+    return "\n".join(lines[:line_count]) + "\n"
+
+
+async def test_edit_miss_in_a_large_file_points_at_the_right_lines(ctx: ToolContext) -> None:
+    source = numbered_source(10_000)
+    path = await viewed(ctx, "big.py", source.encode())
+    lines = source.splitlines()
+    wanted = lines[6_001:6_041]
+    wanted[20] = wanted[20].replace("result", "resutl")
+    result = await EditTool().run({"path": "big.py", "old_string": "\n".join(wanted), "new_string": "x"}, ctx)
+    assert result.is_error and "not found" in result.output
+    assert "(99% alike)" in result.output
+    assert f"  6002\t{lines[6_001]}\n" in result.output
+    assert f"  6041\t{lines[6_040]}\n" in result.output
+    assert path.read_text() == source
+
+
+async def test_edit_miss_with_every_line_reindented_still_finds_them(ctx: ToolContext) -> None:
+    source = numbered_source(2_000)
+    await viewed(ctx, "m.py", source.encode())
+    lines = source.splitlines()
+    wanted = "\n".join("  " + line.strip() for line in lines[1_200:1_212])
+    result = await EditTool().run({"path": "m.py", "old_string": wanted, "new_string": "x"}, ctx)
+    assert f"  1201\t{lines[1_200]}\n" in result.output
+
+
+async def test_edit_miss_search_runs_off_the_event_loop(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import time
+
+    import tools.edit_tool
+    from tools.closest_match import find_closest_lines
+
+    def slow_search(file_text: str, wanted: str):
+        time.sleep(0.5)
+        return find_closest_lines(file_text, wanted)
+
+    monkeypatch.setattr(tools.edit_tool, "find_closest_lines", slow_search)
+    await viewed(ctx, "m.py", SOURCE)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    result = await EditTool().run({"path": "m.py", "old_string": "def mul", "new_string": "x"}, ctx)
+    ticker.cancel()
+    assert result.is_error and "not found" in result.output
+    # Blocked for the whole search, the loop would not have ticked at all.
+    assert ticks >= 10
+
+
+# --- bytes that are not valid UTF-8 ---------------------------------------
+
+STRAY = "café = 1\nmenu = 'crème \udcff brûlée'\nlast = 2\n".encode("utf-8", "surrogateescape")
+
+
+async def test_edit_elsewhere_keeps_a_stray_byte_and_writes_utf8(ctx: ToolContext) -> None:
+    path = await viewed(ctx, "menu.py", STRAY)
+    result = await EditTool().run({"path": "menu.py", "old_string": "last = 2", "new_string": "last = 'thé'"}, ctx)
+    assert not result.is_error, result.output
+    assert path.read_bytes() == STRAY.replace(b"last = 2", "last = 'thé'".encode("utf-8"))
+    assert "\\udc" not in result.metadata["diff"] and "\udcff" not in result.output
+
+
+async def test_edit_of_the_line_with_the_stray_byte_goes_through_its_marker(ctx: ToolContext) -> None:
+    path = await viewed(ctx, "menu.py", STRAY)
+    result = await EditTool().run(
+        {"path": "menu.py", "old_string": "'crème ⟦FF⟧ brûlée'", "new_string": "'crème ⟦FF⟧ brûlée!'"}, ctx
+    )
+    assert not result.is_error, result.output
+    assert path.read_bytes() == STRAY.replace("brûlée'".encode(), "brûlée!'".encode())
+
+
+async def test_marker_lookalike_text_stays_byte_exact(ctx: ToolContext) -> None:
+    # Already holding "⟦FF⟧" as text, the file cannot use markers; latin-1 keeps every byte.
+    original = "note = '⟦FF⟧'\nraw = '\udcfe'\nend = 1\n".encode("utf-8", "surrogateescape")
+    path = await viewed(ctx, "odd.py", original)
+    result = await EditTool().run({"path": "odd.py", "old_string": "end = 1", "new_string": "end = 2"}, ctx)
+    assert not result.is_error, result.output
+    assert path.read_bytes() == original.replace(b"end = 1", b"end = 2")
+
+
 # --- insert ---------------------------------------------------------------
 
 

@@ -88,6 +88,25 @@ async def test_latin1_text_is_viewable(ctx: ToolContext) -> None:
     assert result.metadata["encoding"] == "latin-1"
 
 
+async def test_utf8_with_a_stray_byte_stays_utf8_and_marks_the_byte(ctx: ToolContext) -> None:
+    (ctx.workspace / "menu.txt").write_bytes(b"caf\xc3\xa9 \xff cr\xc3\xa8me\nplain\n")
+    result = await ViewTool().run({"path": "menu.txt"}, ctx)
+    assert not result.is_error
+    assert result.output.splitlines()[:2] == ["     1\tcafé ⟦FF⟧ crème", "     2\tplain"]
+    assert "1 byte is not valid UTF-8" in result.output
+    assert result.metadata["encoding"] == "utf-8"
+    assert result.metadata["stray_bytes"] == 1
+
+
+async def test_latin1_with_many_accents_stays_latin1(ctx: ToolContext) -> None:
+    text = "Ça a été très énervé, dît-il à l'élève.\n" * 20
+    (ctx.workspace / "fr.txt").write_bytes(text.encode("latin-1"))
+    result = await ViewTool().run({"path": "fr.txt"}, ctx)
+    assert "Ça a été très énervé" in result.output
+    assert result.metadata["encoding"] == "latin-1"
+    assert "⟦" not in result.output
+
+
 async def test_crlf_file_shows_clean_lines(ctx: ToolContext) -> None:
     (ctx.workspace / "w.txt").write_bytes(b"a\r\nb\r\n")
     result = await ViewTool().run({"path": "w.txt"}, ctx)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolResult
-from tools.closest_match import find_closest_lines
+from tools.closest_match import ClosestLines, find_closest_lines
 from tools.file_changes import change_result, require_viewed
 from tools.numbered_lines import format_numbered, snippet
 from tools.text_files import TextFile, line_number_at, split_lines
@@ -62,7 +64,9 @@ class EditTool(Tool):
 
         count = old_text.count(old_string)
         if count == 0:
-            raise ToolError(_not_found_message(old_text, old_string, shown))
+            # The closest-match search is CPU work; the event loop keeps serving meanwhile.
+            closest = await asyncio.to_thread(find_closest_lines, old_text, old_string)
+            raise ToolError(_not_found_message(closest, shown))
         if count > 1 and not replace_all:
             raise ToolError(_ambiguous_message(old_text, old_string, shown, count))
 
@@ -72,6 +76,7 @@ class EditTool(Tool):
             if replace_all
             else old_text[:first_at] + new_string + old_text[first_at + len(old_string) :]
         )
+        ctx.preserve(document.path)
         document.write(new_text)
 
         first_line = line_number_at(new_text, first_at)
@@ -83,12 +88,12 @@ class EditTool(Tool):
         return change_result(summary, shown, old_text, new_text, replacements=count)
 
 
-def _not_found_message(file_text: str, wanted: str, shown: str) -> str:
-    closest = find_closest_lines(file_text, wanted)
+def _not_found_message(closest: ClosestLines | None, shown: str) -> str:
     message = f"old_string was not found in {shown}; nothing was changed."
     if closest is None:
         return message + f" {shown} is empty."
-    percent = round(closest.similarity * 100)
+    # Rounded down: a near miss must not read as "100% alike".
+    percent = math.floor(closest.similarity * 100)
     return (
         f"{message} The most similar lines ({percent}% alike) are:\n"
         f"{format_numbered(closest.lines, closest.first_line)}\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolResult
-from tools.file_listing import list_files
+from tools.file_listing import inside_git_dir, list_files
 from tools.glob_patterns import compile_glob
 from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
 
@@ -54,8 +54,10 @@ class GlobTool(Tool):
         base = resolve_in_workspace(args.get("path", "."), ctx.workspace)
         if not base.is_dir():
             raise ToolError(f"{args.get('path')} is not a directory; give a directory as path")
-        matches = await asyncio.to_thread(_matching_files, ctx.workspace, base, pattern)
         shown_base = display_path(base, ctx.workspace)
+        if inside_git_dir(base, ctx.workspace):
+            raise ToolError(f"{shown_base} is inside .git, git's own data, which glob does not list")
+        matches = await _matching_files(base, pattern)
         metadata = {"match_count": len(matches), "capped": len(matches) > MAX_GLOB_RESULTS}
         if not matches:
             hint = f' (to search subdirectories too, use "**/{pattern}")' if "/" not in pattern else ""
@@ -70,10 +72,32 @@ class GlobTool(Tool):
         return ToolResult(output=output, metadata=metadata)
 
 
-def _matching_files(workspace: Path, base: Path, pattern: str) -> list[Path]:
+async def _matching_files(base: Path, pattern: str) -> list[Path]:
+    # Listing only below the pattern's literal leading directories ("src/" of "src/**/*.py")
+    # spares walking the rest of the tree.
+    root = base.joinpath(*_literal_directories(pattern))
+    # The full listing follows no symlinks and skips .git; a shortcut must not do either.
+    if not root.is_dir() or root.resolve() != root or inside_git_dir(root, base):
+        return []
     regex = compile_glob(pattern)
-    matched = [path for path in list_files(workspace, base) if regex.match(path.relative_to(base).as_posix())]
-    return sorted(matched, key=lambda path: (-_mtime(path), path.as_posix()))
+    listed = await list_files(root)
+    matched = [path for path in listed if regex.match(path.relative_to(base).as_posix())]
+    # Statting every match is blocking file work; keep the event loop free meanwhile.
+    return await asyncio.to_thread(_newest_first, matched)
+
+
+def _literal_directories(pattern: str) -> list[str]:
+    directories = pattern.split("/")[:-1]
+    literal: list[str] = []
+    for part in directories:
+        if not part or part == "." or any(char in part for char in "*?[\\"):
+            break
+        literal.append(part)
+    return literal
+
+
+def _newest_first(paths: list[Path]) -> list[Path]:
+    return sorted(paths, key=lambda path: (-_mtime(path), path.as_posix()))
 
 
 def _mtime(path: Path) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,25 +33,79 @@ def looks_binary(data: bytes) -> bool:
     return bool(sample) and controls / len(sample) > MAX_CONTROL_BYTE_RATIO
 
 
-def decode_text(data: bytes) -> tuple[str, str]:
-    """Decode as UTF-8, falling back to latin-1 (which accepts any byte). Returns (text, encoding)."""
+def decode_text(data: bytes) -> DecodedText:
+    """UTF-8, with any stray bytes kept as markers; latin-1 (which takes any byte) for files that are not UTF-8."""
     try:
-        return data.decode("utf-8"), "utf-8"
+        return DecodedText(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1"), "latin-1"
+        pass
+    escaped = data.decode("utf-8", errors="surrogateescape")
+    marked, stray = _ESCAPED_BYTE.subn(_marker_for, escaped)
+    non_ascii = len(escaped) - len(escaped.encode("ascii", errors="ignore"))
+    # More valid multi-byte characters than bad bytes: UTF-8 with a few stray bytes. A latin-1
+    # file's accented letters are almost never valid UTF-8 sequences, so it fails this test.
+    # Text already holding marker-like sequences stays latin-1 too: writing it back would
+    # turn them into bytes, while latin-1 returns every byte exactly as it was.
+    if non_ascii - stray >= stray and not BYTE_MARKER.search(escaped):
+        return DecodedText(marked, "utf-8", stray)
+    return DecodedText(data.decode("latin-1"), "latin-1")
+
+
+def mark_stray_bytes(data: bytes) -> str:
+    """UTF-8 text with each undecodable byte shown as its marker, e.g. ⟦FF⟧."""
+    return _ESCAPED_BYTE.sub(_marker_for, data.decode("utf-8", errors="surrogateescape"))
+
+
+def encode_text(text: str, encoding: str, stray_bytes: int) -> bytes:
+    """The inverse of decode_text: in a UTF-8 file with stray bytes, markers become those bytes again."""
+    if encoding == "utf-8" and stray_bytes:
+        return BYTE_MARKER.sub(_escaped_byte_for, text).encode("utf-8", errors="surrogateescape")
+    return text.encode(encoding)
+
+
+def describe_stray_bytes(count: int) -> str:
+    noun = "byte is" if count == 1 else "bytes are"
+    return (
+        f"[{count} {noun} not valid UTF-8; each is shown as a marker like ⟦FF⟧ (its hex value) "
+        "and written back as that byte: copy markers unchanged into old_string]"
+    )
+
+
+@dataclass(frozen=True)
+class DecodedText:
+    text: str
+    encoding: str
+    # Bytes that are not valid UTF-8, shown in `text` as markers.
+    stray_bytes: int = 0
+
+
+# A byte the model can see and type; U+27E6/U+27E7 brackets almost never occur in real text.
+BYTE_MARKER = re.compile("⟦([89A-Fa-f][0-9A-Fa-f])⟧")
+# surrogateescape decodes an undecodable byte 0xXY as the lone surrogate U+DCXY.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _marker_for(match: re.Match[str]) -> str:
+    return f"⟦{ord(match.group()) - 0xDC00:02X}⟧"
+
+
+def _escaped_byte_for(match: re.Match[str]) -> str:
+    return chr(0xDC00 + int(match.group(1), 16))
 
 
 @dataclass
 class TextFile:
     """A file's text with CRLF folded to LF (when the file uses CRLF throughout).
 
-    Tools work on `text` with plain '\\n' line breaks; `encode` restores the original style.
+    Tools work on `text` with plain '\\n' line breaks; `encode` restores the original style
+    and bytes, including bytes that are not valid UTF-8 (shown in `text` as markers).
     """
 
     path: Path
     text: str
     encoding: str
     newline: str
+    stray_bytes: int = 0
 
     @classmethod
     def load(cls, path: Path, shown_as: str) -> TextFile:
@@ -64,11 +119,12 @@ class TextFile:
         data = path.read_bytes()
         if looks_binary(data):
             raise ToolError(f"{shown_as} is a binary file ({size:,} bytes); only text files can be read or edited")
-        raw_text, encoding = decode_text(data)
+        decoded = decode_text(data)
+        raw_text = decoded.text
         crlf_count = raw_text.count("\r\n")
-        if crlf_count and crlf_count == raw_text.count("\n"):
-            return cls(path, raw_text.replace("\r\n", "\n"), encoding, "\r\n")
-        return cls(path, raw_text, encoding, "\n")
+        newline = "\r\n" if crlf_count and crlf_count == raw_text.count("\n") else "\n"
+        text = raw_text.replace("\r\n", "\n") if newline == "\r\n" else raw_text
+        return cls(path, text, decoded.encoding, newline, decoded.stray_bytes)
 
     def normalise_input(self, text: str) -> str:
         """Fold CRLF in model-supplied text so it matches the LF-folded file text."""
@@ -78,7 +134,7 @@ class TextFile:
         if self.newline == "\r\n":
             text = text.replace("\n", "\r\n")
         try:
-            return text.encode(self.encoding)
+            return encode_text(text, self.encoding, self.stray_bytes)
         except UnicodeEncodeError as exc:
             bad = text[exc.start : exc.end]
             raise ToolError(

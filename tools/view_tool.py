@@ -7,7 +7,7 @@ from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolResult
 from tools.numbered_lines import format_numbered
-from tools.text_files import TextFile, split_lines
+from tools.text_files import TextFile, describe_stray_bytes, split_lines
 from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
 
 DEFAULT_VIEW_LINES = 2000
@@ -61,7 +61,12 @@ class ViewTool(Tool):
         lines = split_lines(document.text)
         offset = int(args.get("offset", 1))
         limit = min(int(args.get("limit", DEFAULT_VIEW_LINES)), DEFAULT_VIEW_LINES)
-        metadata: dict[str, Any] = {"path": shown, "total_lines": len(lines), "encoding": document.encoding}
+        metadata: dict[str, Any] = {
+            "path": shown,
+            "total_lines": len(lines),
+            "encoding": document.encoding,
+            "stray_bytes": document.stray_bytes,
+        }
         if not lines:
             return ToolResult(output=f"{shown} is empty (0 lines).", metadata=metadata)
         if offset > len(lines):
@@ -80,6 +85,8 @@ class ViewTool(Tool):
             notes.append(f"[more below: view with offset={last_shown + 1} to continue]")
         if long_lines:
             notes.append(f"[{long_lines} line(s) longer than {MAX_LINE_CHARS} characters were truncated]")
+        if document.stray_bytes:
+            notes.append(describe_stray_bytes(document.stray_bytes))
         output = format_numbered(clipped, offset)
         if notes:
             output += "\n" + "\n".join(notes)
