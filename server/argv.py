@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.capabilities import Capabilities
+from server.cpu import cpu_info
+from server.cpu_threads import busy_cores, choose_threads
 from server.errors import ProfileError
 from server.profiles import Profile
 
@@ -102,7 +104,12 @@ def build_launch_plan(
         out.add("-ub", profile.ubatch_size)
     if profile.ctx_size is not None:
         out.add("--ctx-size", profile.ctx_size)
-    if profile.threads is not None:
+    if profile.threads == "auto":
+        choice = choose_threads(cpu_info(), busy_cores())
+        out.add("-t", choice.threads)
+        out.add("-tb", choice.threads)
+        notes.append(choice.note)
+    elif profile.threads is not None:
         out.add("-t", profile.threads)
     for flag, cache_type in (("--cache-type-k", profile.cache_type_k), ("--cache-type-v", profile.cache_type_v)):
         if cache_type is None:

@@ -118,7 +118,8 @@ class Profile(_Strict):
     parallel: int | None = Field(default=1, ge=1)
     batch_size: int | None = Field(default=None, ge=1)
     ubatch_size: int | None = Field(default=None, ge=1)
-    threads: int | None = None
+    # "auto": one per physical core not busy when the server starts (see server.cpu_threads).
+    threads: int | Literal["auto"] | None = None
     flash_attn: Literal["on", "off", "auto"] | None = None
     cache_type_k: str | None = None
     cache_type_v: str | None = None
@@ -158,6 +159,7 @@ _TINY = Profile(
     gpu_layers=0,
     swa_full=True,
     chat_template_file=CHATML_TOOLS_TEMPLATE,
+    threads="auto",
     sampling=_RECIPE_SAMPLING,
     speculative=Speculative(type="ngram-mod"),
     # Gemma 3 270M's vocabulary has no <|im_end|> control token: it writes the ChatML end marker

@@ -84,7 +84,7 @@ def smoke_profiles(caps: Capabilities) -> list[Profile]:
             dflash.model_copy(update={"name": "smoke-dflash", "threads": None, "ctx_size": SMOKE_CTX, "speculative": spec})
         )
     quantized = BUILTIN_PROFILES["tiny-baseline"].model_copy(
-        update={"name": "smoke-quantized", "ctx_size": SMOKE_CTX, "swa_full": False}
+        update={"name": "smoke-quantized", "ctx_size": SMOKE_CTX, "swa_full": False, "threads": None}
     )
     cases.append(quantized)
     return cases

@@ -278,3 +278,43 @@ async def test_the_real_binary_passes_its_smoke_test_here(llama_server_binary: P
     assert names == ["smoke-target", "smoke-dflash", "smoke-quantized"]
     assert all(check.tokens > 0 for check in result.checks)
     assert result.checks[1].drafted > 0
+
+
+# -- threads for CPU serving ----------------------------------------------------------------------
+
+
+def test_auto_threads_leave_busy_cores_to_their_neighbours():
+    from server.cpu_threads import choose_threads, running_tasks
+
+    four = CpuInfo("x86_64", "x", ("avx2",), 8, 4)
+    assert choose_threads(four, 0).threads == 4
+    assert choose_threads(four, 3).threads == 1
+    assert choose_threads(four, 9).threads == 1  # never zero
+    assert running_tasks("cpu  1 2 3\nprocs_running 3\nprocs_blocked 0\n") == 3
+
+
+def test_auto_threads_reach_the_command_line_and_fixed_threads_stay(monkeypatch):
+    from server import argv as argv_module
+    from server.argv import ResolvedModels, build_launch_plan
+    from server.capabilities import parse_help
+    from server.profiles import BUILTIN_PROFILES
+
+    caps = parse_help((Path(__file__).parent / "fixtures" / "llama-server-b11434-help.txt").read_text())
+    monkeypatch.setattr(argv_module, "busy_cores", lambda: 1)
+    monkeypatch.setattr(argv_module, "cpu_info", lambda: PLAIN_CPU)
+    models = ResolvedModels(Path("/m.gguf"))
+    plan = build_launch_plan(BUILTIN_PROFILES["tiny"], caps, Path("/bin/llama-server"), models)
+    assert "-t 1 -tb 1" in plan.shell() and any("1 busy" in note for note in plan.notes)
+    fixed = build_launch_plan(
+        BUILTIN_PROFILES["tiny-dflash"], caps, Path("/bin/llama-server"), ResolvedModels(Path("/m.gguf"), Path("/d.gguf"))
+    )
+    assert "-t 1" in fixed.shell() and "-tb" not in fixed.shell()
+
+
+def test_stop_strings_of_the_profile_reach_the_agent_request(la_env):
+    from localagent.agent_setup import AgentOptions, request_sampling
+    from localagent.context import AppContext
+
+    ctx = AppContext.load(la_env.workspace)
+    assert request_sampling(ctx, AgentOptions(profile="tiny"))["stop"] == ["<|im_end|>", "<|im_start|>"]
+    assert "stop" not in request_sampling(ctx, AgentOptions(base_url="http://127.0.0.1:1/v1"))

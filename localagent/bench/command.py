@@ -86,7 +86,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     bench.add_argument(
         "--load", type=int, default=0, metavar="N",
-        help="run N CPU-bound neighbour processes during the measured runs (stopped afterwards)",
+        help="run N CPU-bound neighbour processes from before each server starts until its measured runs end",
     )
     bench.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"(default {DEFAULT_SEED})")
     bench.add_argument("--out", type=Path, metavar="DIR", help="where to write the results")

@@ -81,7 +81,7 @@ def render_markdown(results: BenchResults, summary: Summary) -> str:
         f"seed {settings.seed} (run k uses seed {settings.seed}+k−1). "
         + (
             f"**Load:** {settings.load} CPU-bound neighbour process{'es' if settings.load != 1 else ''} "
-            "ran beside the server during the measured runs. "
+            "ran beside the server from before it started until its measured runs ended. "
             if settings.load
             else "No other load was added. "
         )

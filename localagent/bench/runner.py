@@ -67,6 +67,21 @@ async def _run_target(
     observer: Observer,
     api_key: str | None,
 ) -> TargetResult:
+    # The neighbours are busy before the server starts, as when a build already runs beside the
+    # agent: a server that chooses its threads from the machine sees them.
+    async with busy_neighbours(settings.load):
+        return await _run_target_loaded(client, target, prompts, settings, manager, observer, api_key)
+
+
+async def _run_target_loaded(
+    client: httpx2.AsyncClient,
+    target: Target,
+    prompts: Sequence[BenchPrompt],
+    settings: BenchSettings,
+    manager: ServerManager | None,
+    observer: Observer,
+    api_key: str | None,
+) -> TargetResult:
     result = TargetResult(
         label=target.label, kind="profile" if target.profile else "url", settings=target.settings,
         notes=list(target.notes),
@@ -104,8 +119,7 @@ async def _run_target(
         observer.advance(warmup)
 
         before = await scrape_metrics(client, endpoint)
-        async with busy_neighbours(settings.load):
-            await _measure_all(client, endpoint, prompts, settings, handle, observer, result)
+        await _measure_all(client, endpoint, prompts, settings, handle, observer, result)
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
     finally:
