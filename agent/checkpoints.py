@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.errors import AgentError
-from tools.safe_git import git_command, git_env
+from tools.safe_git import GIT_TIMEOUT_SECONDS, git_env, run_git
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointStore", "REF_NAMESPACE"]
 
@@ -256,19 +256,14 @@ class CheckpointStore:
 
     def _discover(self) -> _Layout | None:
         try:
-            proc = subprocess.run(
-                git_command(
-                    "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index",
-                    cwd=self.workspace, env=_clean_env(), filters=[],
-                ),
-                cwd=self.workspace,
-                env=_clean_env(),
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                check=False,
+            proc = run_git(
+                "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index",
+                cwd=self.workspace, env=_clean_env(), filters=[],
             )
         except FileNotFoundError as exc:
             raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git did not answer in {self.workspace} (a FIFO in its config?)") from None
         lines = os.fsdecode(proc.stdout).splitlines()
         if proc.returncode != 0 or len(lines) != 3:
             return None
@@ -280,13 +275,10 @@ class CheckpointStore:
         git_dir = self.data_dir / "shadow" / f"{key}.git"
         if not (git_dir / "HEAD").exists():
             git_dir.parent.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run(
-                git_command("init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[]),
-                env=_clean_env(),
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+            try:
+                proc = run_git("init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[])
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise CheckpointError(f"cannot create the checkpoint repository {git_dir}: {exc}") from None
             if proc.returncode != 0:
                 raise CheckpointError(f"cannot create the checkpoint repository {git_dir}: {_first_line(proc.stderr)}")
             (git_dir / "localagent-workspace").write_text(f"{self.workspace}\n", encoding="utf-8")
@@ -316,17 +308,14 @@ class CheckpointStore:
             env["GIT_INDEX_FILE"] = str(index)
         env.update(extra_env or {})
         try:
-            proc = subprocess.run(
-                git_command(*_CONFIG_FLAGS, *args, cwd=layout.work_tree, env=env),
-                cwd=layout.work_tree,
-                env=env,
-                input=stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL,
-                capture_output=True,
-                check=False,
-            )
+            proc = run_git(*_CONFIG_FLAGS, *args, cwd=layout.work_tree, env=env, input=stdin)
         except FileNotFoundError as exc:
             raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(
+                f"git {args[0]} did not finish in {GIT_TIMEOUT_SECONDS:.0f} s in {layout.work_tree} "
+                "(a FIFO where a file should be?)"
+            ) from None
         if proc.returncode != 0:
             raise CheckpointError(f"git {args[0]} failed in {layout.work_tree}: {_first_line(proc.stderr)}")
         return proc.stdout

@@ -134,15 +134,20 @@ async def build_agent(
 
     store = session_store(ctx)
     history = None
+    resumed: str | None = None
     if options.resume:
-        header, events = store.open(options.resume, workspace=ctx.workspace)
+        header, events = store.open(options.resume, workspace=ctx.workspace)  # bad ids fail first
         history = messages_from_events(events)
-        writer = store.resume(header["session_id"])
+        resumed = str(header["session_id"])
+
+    # The session file is made only once the model answers: a run that cannot connect leaves no
+    # empty session behind to hide the last real one from `undo` and `--resume last`.
+    base_url, handle, n_ctx = await connect_endpoint(ctx, options, on_status)
+    if resumed is not None:
+        writer = store.resume(resumed)
     else:
         writer = store.create(ctx.workspace, {"profile": options.profile or ctx.settings.server.profile})
     session_id = writer.session_id
-
-    base_url, handle, n_ctx = await connect_endpoint(ctx, options, on_status)
     api_key = ctx.settings.server.api_key or "not-needed"
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
 

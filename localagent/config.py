@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from localagent.errors import ConfigError
+from localagent.urls import url_problem
 from localagent.workspace_trust import content_digest, narrow_workspace_layer
 from server.profiles import deep_merge
 from tools.mcp.approvals import ApprovalStore
@@ -32,6 +33,14 @@ class ServerSettings(BaseModel):
     api_key: str | None = None
     startup_timeout: float = Field(default=300.0, gt=0)
     base_url: str | None = None  # use this OpenAI-compatible endpoint instead of a managed server
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_url(cls, value: str | None) -> str | None:
+        problem = None if value is None else url_problem(value)
+        if problem is not None:
+            raise ValueError(f"{value!r} {problem}")
+        return value
 
 
 class PermissionSettings(BaseModel):
@@ -137,6 +146,8 @@ def _parse_toml(path: Path, text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}; fix the file") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read; fix the file") from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
+import tomllib
 
+from localagent.approval_answer import add_answer_arguments, approval_answer
 from localagent.cli import out
 from localagent.config import project_file
 from localagent.context import AppContext, approval_store
@@ -21,8 +22,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     config = commands.add_parser("config", help="workspace configuration trust")
     sub = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     approve = sub.add_parser("approve", help="approve this repository's .localagent.toml as it is now")
-    approve.add_argument("--yes", "-y", action="store_true", help="approve without asking")
-    approve.add_argument("--deny", action="store_true", help="remember a no instead")
+    add_answer_arguments(approve)
     approve.set_defaults(handler=cmd_approve)
 
 
@@ -49,22 +49,13 @@ def cmd_approve(args: argparse.Namespace) -> int:
         )
         for line in diff:
             out.print(f"  {line}", soft_wrap=True, markup=False)
-    import tomllib
-
     try:
         widening = narrow_workspace_layer({}, tomllib.loads(text)).ignored
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}; fix the file") from None
     if widening:
         out.print("settings that widen what you allow: " + ", ".join(widening), soft_wrap=True, markup=False)
-    if args.deny:
-        approved = False
-    elif args.yes:
-        approved = True
-    else:
-        if not sys.stdin.isatty():
-            raise UsageError("standard input is not a terminal; pass --yes to approve or --deny to refuse")
-        approved = input("Apply this file whole whenever localagent runs here? [y/N] ").strip().lower() in ("y", "yes")
+    approved = approval_answer(args, "Apply this file whole whenever localagent runs here?")
     store.remember(ctx.workspace, content_digest(text), approved, "config", content=text if approved else None)
     out.print("approved" if approved else "not approved; its widening settings stay ignored")
     return 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from localagent.cli import err, out
+from localagent.approval_answer import add_answer_arguments, approval_answer
 from localagent.context import AppContext
 from localagent.context import approval_store as shared_approval_store
 from localagent.errors import UsageError
@@ -120,8 +120,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     tools.set_defaults(handler=cmd_tools)
 
     approve = sub.add_parser("approve", help=f"approve the servers in this repository's {PROJECT_FILE}")
-    approve.add_argument("--yes", "-y", action="store_true", help="approve without asking")
-    approve.add_argument("--deny", action="store_true", help="remember a no instead")
+    add_answer_arguments(approve)
     approve.set_defaults(handler=cmd_approve)
 
 
@@ -182,14 +181,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     out.print(f"{project_file(ctx)} starts these MCP servers:", soft_wrap=True, markup=False)
     for line in request.lines():
         out.print(f"  {line}", soft_wrap=True, markup=False)
-    if args.deny:
-        approved = False
-    elif args.yes:
-        approved = True
-    else:
-        if not sys.stdin.isatty():
-            raise UsageError("standard input is not a terminal; pass --yes to approve or --deny to refuse")
-        approved = input("Start them whenever localagent runs here? [y/N] ").strip().lower() in ("y", "yes")
+    approved = approval_answer(args, "Start them whenever localagent runs here?")
     approval_store(ctx).remember(ctx.workspace, request.fingerprint, approved)
     out.print("approved" if approved else "not approved; they will be skipped")
     return 0

@@ -16,6 +16,7 @@ from localagent.agent_setup import AgentOptions, build_agent, session_store
 from localagent.cli import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
+from localagent.urls import EXAMPLE, url_problem
 from localagent.mcp_commands import add_config_arguments, check_config_argument
 
 MODES = ["read-only", "ask", "auto-edit", "full-auto"]
@@ -60,17 +61,10 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a managed server")
 
 
-def check_base_url(url: str) -> None:
-    """A URL httpx can use, or one line saying what is wrong with it."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError as exc:
-        raise UsageError(f"--base-url {url!r} is not a valid URL ({exc}); e.g. http://127.0.0.1:8910/v1") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--base-url {url!r} must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8910/v1")
+def check_base_url(url: str, flag: str = "--base-url") -> None:
+    problem = url_problem(url)
+    if problem is not None:
+        raise UsageError(f"{flag} {url!r} {problem}; {EXAMPLE}")
 
 
 def read_task(source: str) -> str:
@@ -78,8 +72,10 @@ def read_task(source: str) -> str:
         text = sys.stdin.read()
     else:
         path = Path(source)
-        if not path.is_file():
+        if not path.exists():
             raise UsageError(f"task file {source} does not exist; give a path to a task file or - for stdin")
+        if not path.is_file():
+            raise UsageError(f"task {source} is not a regular file; give a path to a task file or - for stdin")
         text = path.read_text(encoding="utf-8", errors="replace")
     if not text.strip():
         raise UsageError(f"the task {source} is empty; write what the agent should do")
@@ -90,6 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args.task)
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
+    if args.resume is not None and not args.resume.strip():
+        raise UsageError("--resume needs a session id or 'last'; see `localagent sessions`")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
     if args.base_url is not None:

@@ -94,6 +94,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     dirs = ctx.paths.server_dirs()
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
+    if args.cuda_arch and not args.cuda:
+        raise UsageError("--cuda-arch goes with --cuda")
     request = BuildRequest(
         source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs,
         portable=args.portable, rebuild=args.rebuild,
@@ -162,6 +164,8 @@ def cmd_which(args: argparse.Namespace) -> int:
 
 
 def cmd_cmd(args: argparse.Namespace) -> int:
+    if args.port is not None and not 1 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is out of range; use 1-65535")
     ctx = AppContext.load()
     manager = ctx.server_manager(host=args.host)
     _profile, plan, _models = manager.plan(_profile_name(ctx, args.profile), port=args.port, fetch=False)

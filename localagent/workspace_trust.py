@@ -70,15 +70,21 @@ def narrow_workspace_layer(user: dict[str, Any], workspace: dict[str, Any]) -> W
     ignored: list[str] = []
     user_agent = user.get("agent") if isinstance(user.get("agent"), dict) else {}
     user_profiles = user.get("profiles") if isinstance(user.get("profiles"), dict) else {}
-    for section, value in workspace.items():
-        if section == "agent" and isinstance(value, dict):
-            applied["agent"] = _narrow_agent(user_agent, value, ignored)
-        elif section == "server" and isinstance(value, dict):
-            applied["server"] = _narrow_server(value, user_profiles, workspace, ignored)
+    for written, value in workspace.items():
+        # The settings loader matches top-level names in any case ([AGENT] is [agent]).
+        section = written.lower() if isinstance(written, str) else written
+        if section in applied:
+            ignored.append(str(written))  # a second spelling of a section already seen
+        elif section == "agent":
+            applied["agent"] = _narrow_agent(user_agent, value, ignored) if isinstance(value, dict) else value
+        elif section == "server":
+            applied["server"] = (
+                _narrow_server(value, user_profiles, workspace, ignored) if isinstance(value, dict) else value
+            )
         elif section == "profiles":
             ignored.append("profiles")
         else:
-            applied[section] = value  # unknown sections fail validation with their name
+            applied[written] = value  # unknown sections fail validation with their name
     return WorkspaceLayer(applied, ignored)
 
 
@@ -119,7 +125,10 @@ def _narrow_server(
     server: dict[str, Any], user_profiles: dict[str, Any], workspace: dict[str, Any], ignored: list[str]
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    workspace_profiles = workspace.get("profiles") if isinstance(workspace.get("profiles"), dict) else {}
+    workspace_profiles: dict[str, Any] = {}
+    for key, value in workspace.items():
+        if isinstance(key, str) and key.lower() == "profiles" and isinstance(value, dict):
+            workspace_profiles.update(value)
     for key, value in server.items():
         if key in _NARROWING_SERVER_KEYS:
             out[key] = value

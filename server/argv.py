@@ -43,11 +43,17 @@ class LaunchPlan:
     port: int
     notes: list[str] = field(default_factory=list)
     model_bytes: int | None = None  # model + draft on disk: named when loading is killed (memory)
+    # Given to the process through its environment, not its argv: every local process can read
+    # /proc/PID/cmdline, while another process's environment is private (and hidden by the bash
+    # sandbox even from the same user).
+    env: dict[str, str] = field(default_factory=dict)
 
     def shell(self) -> str:
+        """The command line to show or paste; secrets in the environment are shown by name."""
         import shlex
 
-        return shlex.join(self.argv)
+        prefix = [f"{name}=${name}" for name in sorted(self.env)]
+        return " ".join([*prefix, shlex.join(self.argv)]) if prefix else shlex.join(self.argv)
 
 
 @dataclass
@@ -87,8 +93,7 @@ def build_launch_plan(
     _add_speculative(out, models, notes)
     out.add("--host", host)
     out.add("--port", port)
-    if api_key:
-        out.add("--api-key", api_key)
+    env = {"LLAMA_API_KEY": api_key} if api_key else {}
     if profile.parallel is not None:
         out.add("-np", profile.parallel)
     if profile.kv_unified is not None:
@@ -154,7 +159,7 @@ def build_launch_plan(
             f"warning: listening on {host} exposes the server to your network; "
             "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
         )
-    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes())
+    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env)
 
 
 def _add_speculative(out: _ArgvBuilder, models: ResolvedModels, notes: list[str]) -> None:

@@ -128,18 +128,23 @@ def source_identity(request: BuildRequest) -> str:
     if request.source is None:
         return f"pypi:{SDIST_NAME}=={SDIST_VERSION}"
     source = request.source.resolve()
-    head = subprocess.run(
-        ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip()
+    head = _git_out(source, "rev-parse", "HEAD")
+    dirty = _git_out(source, "status", "--porcelain", "--untracked-files=no")
     if head and not dirty:
         return f"git:{source}@{head}"
     # Not a clean checkout: key on the path and the newest mtime, so edits rebuild.
     newest = max((p.stat().st_mtime for p in source.rglob("*.c*") if p.is_file()), default=0.0)
     return f"dir:{source}@{newest:.0f}"
+
+
+def _git_out(source: Path, *args: str) -> str:
+    """Hardened git (see tools.safe_git): a checkout's config must not run programs here."""
+    from tools.safe_git import git_env, run_git
+
+    try:
+        return run_git(*args, cwd=source, env=git_env(), timeout=60).stdout.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 def build_key(request: BuildRequest, flags: list[str], cpu: CpuInfo | None = None) -> str:

@@ -228,7 +228,7 @@ class ServerManager:
         spec = {
             "plan": {
                 "argv": plan.argv, "host": plan.host, "port": plan.port, "notes": plan.notes,
-                "model_bytes": plan.model_bytes,
+                "model_bytes": plan.model_bytes, "env": plan.env,
             },
             "record": self._new_record(profile, plan, models, log_path, owner_pid=0).model_dump(),
             "records_dir": str(self.dirs.records),
@@ -243,7 +243,10 @@ class ServerManager:
         }
         self.dirs.records.mkdir(parents=True, exist_ok=True)
         spec_path = self.dirs.records / f".spec-{plan.port}.json"
-        spec_path.write_text(json.dumps(spec))
+        # It holds the API key: private to the user, whatever the umask.
+        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(spec))
         self.registry.remove(plan.port)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log:

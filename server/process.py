@@ -91,6 +91,7 @@ class ServerProcess:
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.plan.argv,
+                env={**os.environ, **self.plan.env} if self.plan.env else None,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

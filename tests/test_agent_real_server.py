@@ -54,7 +54,9 @@ async def test_ten_turns_reuse_the_servers_prompt_cache(la_env, llama_server_bin
                     first_request = event
                 if isinstance(event, TurnFinished):
                     finished = event
-            assert finished is not None and finished.reason == "done", finished
+            # The 270M model sometimes opens with its end marker (a stop string): an empty answer
+            # is reported as such; what this test measures is the prompt cache either way.
+            assert finished is not None and finished.reason in ("done", "empty_answer"), finished
             assert first_request is not None
             reuse.append(first_request.cache_n / (first_request.cache_n + first_request.prompt_n))
     finally:
@@ -110,4 +112,7 @@ async def test_long_prompt_reports_real_prompt_processing_progress(la_env, llama
     assert progress[-1].total > 1000
     assert all(0 <= p.processed <= p.total for p in progress)
     assert progress[-1].processed > progress[0].processed or len(progress) == 1
-    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "done"
+    # Four tokens may hold no text at all: that ends as "length", never as a silent "done".
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason in ("done", "length")
+    if events[-1].reason == "done":
+        assert events[-1].final_text.strip()

@@ -235,7 +235,7 @@ async def test_project_servers_need_approval_once_per_repo_and_list(tmp_path):
 
     allowed, notes = await approve_project_servers(everything, raw_servers=raw, ask=ask, **where)
     assert {s.name for s in allowed} == {"git", "mine"} and notes == []
-    assert asked[0].lines() == ["git: uvx mcp-server-git"] and asked[0].fingerprint == fingerprint(raw)
+    assert asked[0].lines() == ["git:", "  runs: uvx mcp-server-git"] and asked[0].fingerprint == fingerprint(raw)
 
     # Remembered: no second question, even for a caller that cannot ask.
     allowed, _ = await approve_project_servers(everything, raw_servers=raw, **where)

@@ -120,6 +120,9 @@ def test_one_empty_answer_then_text_is_done(la_env):
         (["--base-url", "http://[::1"], {}, "--base-url"),
         (["--base-url", "localhost:8910"], {}, "--base-url"),
         ([], {"LOCALAGENT_AGENT__PERMISSIONS": "{bad"}, "LOCALAGENT_AGENT__PERMISSIONS"),
+        (["--base-url", "http://127.0.0.1:9\n"], {}, "control characters"),
+        ([], {"LOCALAGENT_SERVER__BASE_URL": "http://127.0.0.1:99999"}, "LOCALAGENT_SERVER__BASE_URL"),
+        (["--resume", ""], {}, "--resume"),
     ],
 )
 def test_bad_flags_and_environment_values_are_one_line_exit_2(la_env, args, env, words):
@@ -181,3 +184,15 @@ async def test_saved_outputs_are_private_made_only_when_cut_and_capped(tmp_path,
     full = OutputCapture(scratch, "bash")
     full.add(b"x" * 50)
     assert full.close(keep_spool=True) is None and full.spool_overflowed  # the session's cap is used up
+
+
+def test_a_run_that_cannot_connect_leaves_no_session_to_hide_the_last_one(la_env):
+    task = la_env.workspace / "TASK.md"
+    task.write_text("go")
+    with ScriptedModelServer([ScriptedTurn(text="first")]) as model:
+        assert la_env.run("run", str(task), "--base-url", model.base_url).code == 0
+    sessions = la_env.home / "data" / "sessions"
+    before = sorted(p.name for p in sessions.glob("*.jsonl"))
+    failed = la_env.run("run", str(task), "--base-url", "http://127.0.0.1:9/v1")
+    assert failed.code == 2 and "nothing answers" in failed.stderr
+    assert sorted(p.name for p in sessions.glob("*.jsonl")) == before

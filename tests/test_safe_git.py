@@ -88,3 +88,39 @@ def test_injected_git_environment_is_dropped():
     for name in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_DIR", "GIT_PAGER"):
         assert name not in env
     assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == os.devnull
+
+
+def test_a_filter_named_with_an_equals_sign_is_switched_off_too(tmp_path: Path):
+    repo, markers = tmp_path / "repo", tmp_path / "markers"
+    repo.mkdir()
+    markers.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "filter.a=b.clean", f"touch {markers}/clean; cat")
+    _git(repo, "config", "filter.a=b.smudge", f"touch {markers}/smudge; cat")
+    (repo / ".gitattributes").write_text("* filter=a=b\n")
+    (repo / "f.txt").write_text("hi\n")
+    store = CheckpointStore(repo, SESSION, tmp_path / "data")
+    first = store.create_sync("t1")
+    (repo / "f.txt").write_text("changed\n")
+    store.restore_sync(first)
+    assert (repo / "f.txt").read_text() == "hi\n"
+    assert list(markers.iterdir()) == []
+
+
+def test_git_gets_no_secrets_and_a_fifo_config_does_not_hang(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + "x" * 40)
+    assert "OPENAI_API_KEY" not in git_env()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    os.mkfifo(repo / "fifo")
+    _git(repo, "config", "include.path", str(repo / "fifo"))
+    from tools import safe_git
+
+    monkeypatch.setattr(safe_git, "GIT_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr("agent.checkpoints.GIT_TIMEOUT_SECONDS", 2.0)
+    from agent.checkpoints import CheckpointError
+
+    store = CheckpointStore(repo, SESSION, tmp_path / "data")
+    with pytest.raises(CheckpointError):
+        store.create_sync("t1")

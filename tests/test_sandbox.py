@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import secrets
@@ -159,6 +160,125 @@ async def test_tcp_connect_works_with_network_on(tmp_path: Path, listening_port:
     output, meta = await bash(ctx, f"exec 3<>/dev/tcp/127.0.0.1/{listening_port} && echo connected")
     assert "connected" in output
     assert meta["network_blocked"] is False and meta["sandboxed"] is True
+
+
+def mptcp_enabled() -> bool:
+    try:
+        return Path("/proc/sys/net/mptcp/enabled").read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+needs_mptcp = pytest.mark.skipif(not mptcp_enabled(), reason="the kernel has no MPTCP (net.mptcp.enabled)")
+
+# Every way this filter knows to make an MPTCP socket, each printed as connected/created or an errno.
+NETWORK_PROBE = """
+import ctypes, json, mmap, os, platform, socket, sys
+port = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def result(value):
+    return "created" if value >= 0 else -ctypes.get_errno() if value == -1 else value
+def mptcp_connect():
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262) as s:
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            return "connected"
+    except OSError as exc:
+        return exc.errno
+def raw_socket(nr, protocol):
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_long(2), ctypes.c_long(1), ctypes.c_long(protocol))
+    return result(fd)
+def i386_socket():
+    # push rbx; mov eax,359 (socket); mov ebx,2; mov ecx,1; mov edx,262; int 0x80; pop rbx; ret
+    code = bytes.fromhex("53b867010000bb02000000b901000000ba06010000cd805bc3")
+    try:
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    except OSError:
+        return None
+    page.write(code)
+    value = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))()
+    return "created" if value >= 0 else value
+def io_uring():
+    params = ctypes.create_string_buffer(120)
+    return result(libc.syscall(ctypes.c_long(425), ctypes.c_long(1), params))
+x86 = platform.machine() == "x86_64"
+socket_nr = 41 if x86 else 198
+print(json.dumps({
+    "mptcp": mptcp_connect(),
+    # The kernel reads only the low 32 bits of the protocol; so must the filter.
+    "high_bits": raw_socket(socket_nr, (1 << 32) | 262),
+    "x32": raw_socket(0x40000000 | 41, 262) if x86 else None,
+    "i386": i386_socket() if x86 else None,
+    "io_uring": io_uring(),
+}))
+"""
+
+
+async def network_probe(tmp_path: Path, network: bool, port: int) -> tuple[dict, dict]:
+    script = tmp_path / "network_probe.py"
+    script.write_text(NETWORK_PROBE)
+    output, meta = await bash(make_ctx(tmp_path, network=network), f"{sys.executable} {script} {port}")
+    return json.loads(next(line for line in output.splitlines() if line.startswith("{"))), meta
+
+
+@needs_landlock
+@needs_network_rules
+@needs_mptcp
+async def test_mptcp_and_io_uring_fail_with_network_off(tmp_path: Path, listening_port: int) -> None:
+    probe, meta = await network_probe(tmp_path, False, listening_port)
+    assert probe["mptcp"] == errno.EPROTONOSUPPORT, probe
+    assert probe["high_bits"] == -errno.EPROTONOSUPPORT, probe
+    assert probe["x32"] in (None, -errno.EPROTONOSUPPORT, -errno.ENOSYS), probe
+    assert probe["i386"] in (None, -errno.EPROTONOSUPPORT), probe
+    assert probe["io_uring"] == -errno.ENOSYS, probe
+    assert meta["network_blocked"] is True
+
+
+@needs_landlock
+@needs_mptcp
+async def test_mptcp_and_io_uring_work_with_network_on(tmp_path: Path, listening_port: int) -> None:
+    probe, meta = await network_probe(tmp_path, True, listening_port)
+    assert probe["mptcp"] == "connected", probe
+    assert probe["high_bits"] == "created", probe
+    # Where the kernel runs i386 code or offers io_uring at all, the sandbox leaves them alone.
+    assert probe["i386"] in (None, "created", -errno.ENOSYS), probe
+    if Path("/proc/sys/kernel/io_uring_disabled").exists() and \
+            Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() == "0":
+        assert probe["io_uring"] == "created", probe
+    assert meta["network_blocked"] is False
+
+
+@pytest.mark.parametrize("machine", sorted(sandbox._NETWORK_RULES))
+def test_network_filter_assembles_for_every_known_machine(machine: str) -> None:
+    insns = sandbox._assemble(sandbox._filter_source(sandbox._NETWORK_RULES[machine]))
+    assert insns[0] == (0x20, 0, 0, 4)  # the arch is checked before any system call number
+    for at, (code, jt, jf, _k) in enumerate(insns):
+        assert 0 <= jt <= 255 and 0 <= jf <= 255
+        if code == 0x15:  # a jump lands inside the program
+            assert at + 1 + max(jt, jf) < len(insns)
+    assert insns[-1][0] == 0x06  # every path ends in a return
+
+
+def test_without_seccomp_network_is_not_claimed_blocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "seccomp_reason", lambda: "simulated: no seccomp")
+    policy = SandboxPolicy(mode="read-only")
+    assert not sandbox_available(policy)
+    assert sandbox_available(SandboxPolicy(mode="read-only", network=True)) == (ABI > 0)
+    if ABI >= 4:
+        note = sandbox_note(policy)
+        assert note is not None and "simulated: no seccomp" in note and "\n" not in note
+    confinement = confine(policy, tmp_path, tmp_path / "scratch")
+    try:
+        assert confinement.network_blocked is False
+    finally:
+        confinement.close()
+
+
+def test_seccomp_filters_are_available_here() -> None:
+    if sys.platform == "linux" and ABI >= 4:
+        assert sandbox.seccomp_reason() == ""
 
 
 # --- Process boundary ------------------------------------------------------------------------
@@ -327,6 +447,8 @@ SECRET_NAMES = [
     "SMTP_PASS", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CREDENTIAL", "BASIC_AUTH", "GH_PAT", "GITHUB_PAT",
     "SESSION_COOKIE", "FLASK_SESSION", "RSA_PRIVATE", "NPM_AUTH", "NPM_AUTHTOKEN", "DOCKER_CREDENTIALS",
     "DATABASE_URL", "REDIS_URL", "SENTRY_DSN", "APIKEY", "awsSecretKey", "SSH_AUTH_SOCK",
+    "MYSQL_PWD", "DB_PWD", "dbPwd", "LDAP_BIND_PW", "ldapBindPw", "SLACK_WEBHOOK_URL", "DISCORD_WEBHOOK",
+    "TEAMS_WEBHOOKS",
 ]
 # Each value under an innocent name; each must be caught by its shape alone.
 SECRET_VALUES = {
@@ -347,6 +469,21 @@ SECRET_VALUES = {
     "pem": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
     "url": "postgres://app:hunter2@db.internal:5432/app",
     "bearer": "Authorization: Bearer sk-" + "0123456789abcdefghijklmn",
+    "github_in_url": "https://ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8" + "@github.com/o/r.git",
+    "token_after_colon": "remote=origin:ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "token_in_list": "a,b,hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH",
+    "token_in_path": "/run/secrets/ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "url_token_user": "https://" + "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567" + "@github.com/o/r.git",
+    "url_user_pass": "https://x-access-token:" + "v1.abc" + "@github.com/o/r.git",
+    "pypi": "pypi-AgEIcHlwaS5vcmc" + "CJGI0ZjYxNjMtNWQ5Ny00YzQ2LWI4NTUtNTgzNTE1ZTQ3YWYz",
+    "testpypi": "pypi-AgENdGVzdC5weXBpLm9yZw" + "IkZmI0NzQ0ZDItZjA5ZC00YWQyLTkyYzAtZDkxOTQ4ZGY0",
+    "docker": "dckr_pat_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0",
+    "stripe_test": "sk_test_" + "51HxYzAbCdEfGhIjKlMnOpQrSt",
+    "stripe_live": "sk_live_" + "51HxYzAbCdEfGhIjKlMnOpQrSt",
+    "stripe_restricted": "rk_live_" + "51HxYzAbCdEfGhIjKlMnOpQrSt",
+    "stripe_webhook": "whsec_" + "AbCdEfGhIjKlMnOpQrStUvWx0123",
+    "shopify": "shpat_" + "0123456789abcdef0123456789abcdef",
+    "gitlab_in_url": "https://oauth2:glpat-" + "AbCdEfGhIjKlMnOpQrSt" + "@gitlab.com/o/r.git",
 }
 ORDINARY = {
     "PATH": "/usr/local/bin:/usr/bin:/bin:/opt/sk-tools-2024-release/bin",
@@ -358,6 +495,10 @@ ORDINARY = {
     "DESKTOP_SESSION": "gnome", "HTTP_PROXY": "http://proxy.internal:3128", "SERVICE_URL": "https://example.com/api",
     "CUDA_VISIBLE_DEVICES": "0", "EDITOR": "vim", "PIP_INDEX_URL": "https://pypi.org/simple",
     "GIT_SSH_COMMAND": "ssh -o IdentitiesOnly=yes", "SK_LEARN_HOME": "/data/sk-learn",
+    "PW_TEST_HTML_REPORT_OPEN": "never", "PWDEBUG": "0", "PLAYWRIGHT_BROWSERS_PATH": "/home/user/.cache/ms-playwright",
+    "GIT_REMOTE": "git@github.com:o/r.git", "REPO_URL": "ssh://git@github.com/o/r.git",
+    "UPSTREAM": "https://alice@bitbucket.org/team/repo.git", "HTTPS_PROXY": "http://proxy.internal:3128/",
+    "MODEL_DIR": "/models/hf_cache/bert-base", "BUILD_ID": "build_test_2024_06_01_nightly",
 }
 
 
@@ -375,9 +516,15 @@ def test_ordinary_variables_pass_untouched() -> None:
     assert filtered_environment(set(), ORDINARY) == ORDINARY
 
 
-def test_system_names_pass_whatever_their_value_looks_like() -> None:
-    for name in ("PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "PWD"):
-        assert not looks_secret(name, SECRET_VALUES["github"])
+SYSTEM_NAMES = ("PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "USER",
+                "LOGNAME", "SHELL", "TMPDIR", "HOSTNAME", "XDG_RUNTIME_DIR")
+
+
+@pytest.mark.parametrize("kind", ["github", "github_in_url", "url_user_pass", "jwt"])
+def test_system_names_pass_whatever_their_value_looks_like(kind: str) -> None:
+    source = {name: SECRET_VALUES[kind] for name in SYSTEM_NAMES}
+    assert filtered_environment(set(), source) == source
+    assert not any(looks_secret(name, SECRET_VALUES[kind]) for name in SYSTEM_NAMES)
 
 
 def test_allowed_names_pass_even_when_they_look_secret() -> None:

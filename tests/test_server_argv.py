@@ -128,7 +128,9 @@ def test_wildcard_host_warns(upstream):
 
 def test_api_key_passed_through(upstream):
     plan = plan_for("tiny", upstream, api_key="s3cret")
-    assert shlex.join(["--api-key", "s3cret"]) in plan.shell()
+    # Through the environment: /proc/PID/cmdline is readable by every local process.
+    assert plan.env == {"LLAMA_API_KEY": "s3cret"} and "s3cret" not in " ".join(plan.argv)
+    assert plan.shell().startswith("LLAMA_API_KEY=$LLAMA_API_KEY ") and "s3cret" not in plan.shell()
 
 
 def test_user_profile_extends_and_merges_nested_tables(upstream):

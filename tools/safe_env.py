@@ -3,8 +3,9 @@
 A variable is withheld when its name says it holds a credential (split into word parts, so that
 PAT matches GH_PAT but not PATH, and AUTH matches SSH_AUTH_SOCK but not GIT_AUTHOR_NAME) or when
 its value has the shape of one (a known token prefix, a JWT, a PEM private key, a URL with a
-password). Names the system and every shell rely on are passed before any of that is looked at,
-so they can never be withheld by mistake; names the user allows are passed as they are.
+password or a token for a user name). Names the system and every shell rely on are passed before
+any of that is looked at, so they can never be withheld by mistake; names the user allows are
+passed as they are.
 """
 
 from __future__ import annotations
@@ -30,10 +31,14 @@ ALWAYS_PASSED_PREFIXES = ("LC_",)
 SECRET_WORDS = frozenset({
     "KEY", "KEYS", "APIKEY", "SECRET", "SECRETS", "TOKEN", "TOKENS", "PASSWORD", "PASSWORDS", "PASSWD",
     "PASS", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "OAUTH", "AUTHORIZATION", "PAT",
-    "COOKIE", "COOKIES", "SESSION", "SESSIONS", "PRIVATE", "DSN",
+    "COOKIE", "COOKIES", "SESSION", "SESSIONS", "PRIVATE", "DSN", "PWD", "WEBHOOK", "WEBHOOKS",
 })
+# A last name part equal to one of these does too: LDAP_BIND_PW. Not anywhere, because Playwright's
+# options (PW_TEST_HTML_REPORT_OPEN, ...) start with PW.
+SECRET_LAST_WORDS = frozenset({"PW"})
 # A name part ending in one of these does too: APIKEY, AUTHTOKEN, CLIENTSECRET, DBPASSWORD.
-SECRET_SUFFIXES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD")
+# Not PWD: OLDPWD and the like name directories.
+SECRET_SUFFIXES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "WEBHOOK")
 SECRET_PREFIXES = ("NPM_AUTH",)
 # DATABASE_URL, REDIS_URL, MONGO_URI: connection strings carry their password.
 _URL_WORDS = frozenset({"URL", "URI", "URLS"})
@@ -43,11 +48,16 @@ _DATABASE_WORDS = frozenset({
 })
 
 _NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-# A token starts where a word starts, not inside a path or another identifier.
-_START = r"(?<![A-Za-z0-9_./-])"
+# A token starts where a word starts, not inside another word; after any other character it may
+# start, so that one in a URL (https://ghp_...@github.com), a path or a list is found too.
+_START = r"(?<![A-Za-z0-9])"
 SECRET_VALUE_SHAPES: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     _START + r"sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{20,}",  # OpenAI, Anthropic, DeepSeek, ...
-    _START + r"(?:sk|rk)_live_[A-Za-z0-9]{20,}",  # Stripe
+    _START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}",  # Stripe secret and restricted keys
+    _START + r"whsec_[A-Za-z0-9]{24,}",  # Stripe webhook signing secrets
+    _START + r"pypi-Ag[A-Za-z0-9_-]{40,}",  # PyPI and TestPyPI upload tokens (macaroons)
+    _START + r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",  # Docker Hub personal and organisation tokens
+    _START + r"shp(?:at|ca|pa|ss)_[A-Fa-f0-9]{32}",  # Shopify
     _START + r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub classic, OAuth, user, server, refresh
     _START + r"github_pat_[A-Za-z0-9_]{22,}",
     _START + r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
@@ -59,6 +69,8 @@ SECRET_VALUE_SHAPES: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in 
     r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",  # JWT: {"alg"...}.{"sub"...}.signature
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",  # PEM and OpenSSH private keys, PGP private key blocks
     r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@",  # scheme://user:password@host
+    # scheme://TOKEN@host: a user name long and random enough to be a token (git@ and alice@ pass).
+    r"[A-Za-z][A-Za-z0-9+.-]*://(?=[^\s/@:]*[0-9])[A-Za-z0-9_-]{20,}@",
 ))
 
 
@@ -79,6 +91,8 @@ def secret_name(name: str) -> bool:
         return True
     parts = name_parts(name)
     if any(part in SECRET_WORDS or part.endswith(SECRET_SUFFIXES) for part in parts):
+        return True
+    if parts and parts[-1] in SECRET_LAST_WORDS:
         return True
     if parts and parts[-1] in _URL_WORDS and _DATABASE_WORDS.intersection(parts):
         return True

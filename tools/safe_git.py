@@ -3,13 +3,17 @@
 A repository's `.git/config` and `.gitattributes` are a stranger's input, and git runs programs
 they name: `core.fsmonitor` on nearly every command, hooks (`reference-transaction` fires on
 `update-ref`), clean/smudge filters on `add` and checkout, pagers, external diff and textconv,
-signing programs. Every git command localagent runs itself goes through ``git_command``:
+signing programs. Every git command localagent runs itself goes through ``run_git``:
 
 - the system and global config are not read (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL``),
   and variables that inject config or programs (``GIT_CONFIG_COUNT``, ``GIT_EXTERNAL_DIFF``,
   ``GIT_SSH_COMMAND``...) are dropped;
-- command-line ``-c`` settings, which win over the repository's own, switch off every key that
-  names a program, and every filter driver the repository defines is emptied by name.
+- settings at command-line precedence (which wins over the repository's own) switch off every
+  key that names a program, and every filter driver the repository defines is emptied by name.
+  They are passed as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, not ``-c``:
+  a key may itself contain ``=`` (``filter.a=b.clean``), which ``-c key=value`` cannot say;
+- git gets the environment without secrets (a filter or helper it still runs learns nothing), and
+  every call has a deadline, so a FIFO where a config file should be cannot hang the agent.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from tools.safe_env import filtered_environment
 
 # Environment that would point git elsewhere, inject config, or name a program to run.
 _DROPPED_PREFIXES = ("GIT_CONFIG_", "GIT_TRACE")
@@ -57,8 +64,11 @@ SAFE_CONFIG: tuple[tuple[str, str], ...] = (
 _FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$")
 
 
+GIT_TIMEOUT_SECONDS = 120.0
+
+
 def git_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
-    source = os.environ if base is None else base
+    source = filtered_environment(set(), os.environ if base is None else base)
     env = {k: v for k, v in source.items() if k not in _DROPPED and not k.startswith(_DROPPED_PREFIXES)}
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
@@ -71,11 +81,23 @@ def git_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, st
     return env
 
 
-def safe_config_flags() -> list[str]:
-    flags: list[str] = []
-    for key, value in SAFE_CONFIG:
-        flags += ["-c", f"{key}={value}"]
-    return flags
+def safe_config(names: list[str]) -> list[tuple[str, str]]:
+    """Every executing key switched off, and each named filter driver emptied."""
+    entries = list(SAFE_CONFIG)
+    for name in names:
+        entries += [(f"filter.{name}.{part}", value) for part, value in _EMPTY_FILTER]
+    return entries
+
+
+_EMPTY_FILTER = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+
+
+def config_environment(entries: list[tuple[str, str]]) -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(entries))}
+    for index, (key, value) in enumerate(entries):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
 
 
 def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
@@ -96,15 +118,28 @@ def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
     return names
 
 
-def neutralised_filters(names: list[str]) -> list[str]:
-    flags: list[str] = []
-    for name in names:
-        for part, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
-            flags += ["-c", f"filter.{name}.{part}={value}"]
-    return flags
+@dataclass(frozen=True)
+class GitInvocation:
+    argv: list[str]
+    env: dict[str, str]
 
 
-def git_command(*args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None) -> list[str]:
-    """The argv for ``git ARGS`` with every executing setting switched off."""
+def git_invocation(
+    *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None
+) -> GitInvocation:
+    """``git ARGS`` with every executing setting switched off: the argv and its environment."""
     names = filter_drivers(cwd, env) if filters is None else filters
-    return ["git", "--no-pager", *safe_config_flags(), *neutralised_filters(names), *args]
+    return GitInvocation(["git", "--no-pager", *args], {**env, **config_environment(safe_config(names))})
+
+
+def run_git(
+    *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None,
+    input: bytes | None = None, timeout: float = GIT_TIMEOUT_SECONDS,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
+    call = git_invocation(*args, cwd=cwd, env=env, filters=filters)
+    return subprocess.run(
+        call.argv, cwd=cwd, env=call.env, input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True, timeout=timeout, check=False,
+    )

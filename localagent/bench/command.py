@@ -31,6 +31,7 @@ from localagent.bench.summary import OVERALL, Summary, fmt_speedup, fmt_tps, sum
 from localagent.cli import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
+from localagent.urls import url_problem
 from server.manager import ServerManager
 from server.profiles import Profile, get_profile
 from server.supervisor import RestartPolicy
@@ -243,8 +244,9 @@ def _url_targets(entries: list[str], api_key: str | None) -> list[Target]:
         if not sep or "://" in name:
             name, url = "", entry
         base_url = normalize_base_url(url)
-        if not base_url.startswith(("http://", "https://")):
-            raise UsageError(f"--base-url {entry!r}: give an http:// or https:// URL, optionally as NAME=URL")
+        if not base_url.startswith(("http://", "https://")) or url_problem(base_url):
+            why = url_problem(base_url) or "is not an http:// or https:// URL"
+            raise UsageError(f"--base-url {entry!r}: the URL {why}; give an http(s) URL, optionally as NAME=URL")
         targets.append(Target(label=name.strip() or base_url, endpoint=Endpoint(base_url, api_key)))
     return targets
 

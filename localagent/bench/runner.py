@@ -54,26 +54,14 @@ async def run_targets(
     results: list[TargetResult] = []
     async with httpx2.AsyncClient() as client:
         for target in targets:
-            results.append(await _run_target(client, target, prompts, settings, manager, observer, api_key))
+            # --load N: the neighbours are busy from before the server starts (as when a build
+            # already runs beside the agent), so a server choosing its threads sees them.
+            async with busy_neighbours(settings.load):
+                results.append(await _run_target(client, target, prompts, settings, manager, observer, api_key))
     return results
 
 
 async def _run_target(
-    client: httpx2.AsyncClient,
-    target: Target,
-    prompts: Sequence[BenchPrompt],
-    settings: BenchSettings,
-    manager: ServerManager | None,
-    observer: Observer,
-    api_key: str | None,
-) -> TargetResult:
-    # The neighbours are busy before the server starts, as when a build already runs beside the
-    # agent: a server that chooses its threads from the machine sees them.
-    async with busy_neighbours(settings.load):
-        return await _run_target_loaded(client, target, prompts, settings, manager, observer, api_key)
-
-
-async def _run_target_loaded(
     client: httpx2.AsyncClient,
     target: Target,
     prompts: Sequence[BenchPrompt],

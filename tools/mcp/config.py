@@ -179,6 +179,9 @@ def load_config_file(
         where = f"line {exc.lineno}, column {exc.colno}"
         loaded.problems.append(ConfigProblem(path, f"not valid JSON: {exc.msg} at {where}"))
         return loaded
+    except RecursionError:
+        loaded.problems.append(ConfigProblem(path, "nested too deeply to read"))
+        return loaded
     if not isinstance(data, dict):
         loaded.problems.append(ConfigProblem(path, "the top level must be a JSON object with an mcpServers object"))
         return loaded
