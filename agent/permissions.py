@@ -11,21 +11,28 @@ an ask rule; then an allow rule; then the mode's default.
 
 Rules match what a call touches, not only what it says. A file path matches as written and as
 resolved in the workspace (symlinks followed); deny and ask rules stop a call if either matches,
-allow rules only look at the resolved path and never allow one outside the workspace. A bash
+allow rules only look at the resolved path and never allow one outside the workspace. A deny or
+ask rule on paths for one reading tool (`view(secret/**)`) is a rule on reading those paths, so it
+holds for grep and glob too; a search over a directory that holds files such a rule covers asks
+(the search would read them), unless none of the files it would read there is covered. A bash
 command is read through wrappers, quoting and command strings (see agent.shell_commands): a deny
 or ask rule stops it if any command it runs matches, an allow rule needs every one matched. A
 command that cannot be read with confidence is never allowed by a pattern and, when a deny or
 ask rule might apply to it, it asks.
+
+Patterns are matched by a small automaton, in time linear in the text, so no pattern (even one
+from a workspace's own config) can make a decision slow.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import re
 import textwrap
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
@@ -35,13 +42,16 @@ from typing import Any, Literal, get_args
 from agent.errors import AgentError
 from agent.path_targets import PathTarget, path_target
 from agent.shell_commands import CommandAnalysis, analyse
-from tools.glob_patterns import glob_to_regex_source
+from tools.file_listing import ALWAYS_SKIPPED_DIRS
+from tools.glob_patterns import _class_end, _translate_class
 
 __all__ = [
     "Action",
     "Decision",
     "FILE_EDIT_TOOLS",
     "PATH_TOOLS",
+    "READ_TOOLS",
+    "SEARCH_TOOLS",
     "PermissionConfigError",
     "PermissionMode",
     "PermissionPolicy",
@@ -59,6 +69,12 @@ MCP_PREFIX = "mcp__"
 FILE_EDIT_TOOLS = frozenset({"create", "edit", "insert"})
 # Tools whose call summary is a workspace-relative path.
 PATH_TOOLS = FILE_EDIT_TOOLS | {"view"}
+# Tools that read files under a `path` argument (the workspace when it is left out).
+SEARCH_TOOLS = frozenset({"grep", "glob"})
+# A deny or ask rule on paths for any of these covers reading those paths with each of them.
+READ_TOOLS = frozenset({"view"}) | SEARCH_TOOLS
+# A search checks at most this many entries for covered files before it gives up and asks.
+_SEARCH_CHECK_LIMIT = 20_000
 
 # Commands whose second word names what they do (`git push` is not `git status`).
 _SUBCOMMAND_PROGRAMS = frozenset(
@@ -66,7 +82,10 @@ _SUBCOMMAND_PROGRAMS = frozenset(
      "make", "dotnet", "gradle", "mvn", "bun", "deno", "conda", "brew", "apt", "apt-get", "gh", "hatch", "just"}
 )  # fmt: skip
 # Wrappers that run the rest of the line as a command; the loose reading for deny rules strips them.
-_WRAPPERS = ("sudo", "command", "exec", "nohup", "time", "env", "nice", "xargs", "doas")
+_WRAPPERS = ("sudo", "command", "exec", "nohup", "time", "env", "nice", "xargs", "doas", "setsid", "stdbuf", "strace",
+             "ltrace", "valgrind", "catchsegv", "fakeroot", "eatmydata", "proxychains", "proxychains4", "chronic",
+             "unbuffer", "dbus-run-session", "firejail", "systemd-run", "nsenter", "unshare", "setpriv", "numactl",
+             "watch", "caffeinate", "pkexec", "prlimit")  # fmt: skip
 _ENV_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*\s+")
 _TOOL_GLOB = re.compile(r"[A-Za-z0-9_.*?\[\]!-]+")
 
@@ -215,7 +234,7 @@ class PermissionPolicy:
             return made(guarded.action, guarded.reason, remedy=guarded.remedy)
         unsure = _rules_cannot_tell(self.rules, call)
         if unsure is not None:
-            return made("ask", unsure, remedy=_UNREADABLE_REMEDY)
+            return made("ask", unsure, remedy=_SEARCH_REMEDY if call.search is not None else _UNREADABLE_REMEDY)
         asked = _first_restricting(self.rules.ask, call)
         if asked is not None:
             return made("ask", f"rule {asked.text} asks for approval", asked)
@@ -304,10 +323,13 @@ class _CallView:
 
     tool_name: str
     summary: str
+    # For file tools, the file; for grep and glob, the file or directory searched.
     path: PathTarget | None = None
     bash: CommandAnalysis | None = None
     # Texts a bash deny or ask rule is matched against (any match stops the call).
     bash_texts: tuple[str, ...] = ()
+    search: _Search | None = None
+    workspace: Path | None = None
 
     @classmethod
     def of(cls, tool_name: str, summary: str, workspace: Path | None, arguments: Mapping[str, Any] | None) -> _CallView:
@@ -316,11 +338,50 @@ class _CallView:
             return cls(tool_name, summary, bash=analysis, bash_texts=_bash_texts(summary, analysis))
         if tool_name in PATH_TOOLS:
             return cls(tool_name, summary, path=path_target(summary, workspace, arguments))
+        if tool_name in SEARCH_TOOLS:
+            given = arguments or {}
+            raw = given.get("path")
+            where = raw if isinstance(raw, str) and raw.strip() else "."
+            target = path_target(where, workspace, {"path": where})
+            return cls(tool_name, summary, path=target, search=_Search.of(tool_name, given), workspace=workspace)
         return cls(tool_name, summary)
 
 
+@dataclass(frozen=True)
+class _Search:
+    """Which files under its path a grep or glob call reads: those its pattern lets through."""
+
+    # grep's `glob` without a `/`: matched against the file name.
+    name_glob: str | None = None
+    # glob's pattern, or grep's `glob` with a `/`: matched against the path below the one searched.
+    path_glob: str | None = None
+
+    @classmethod
+    def of(cls, tool_name: str, arguments: Mapping[str, Any]) -> _Search:
+        if tool_name == "glob":
+            pattern = arguments.get("pattern")
+            if not isinstance(pattern, str) or not pattern:
+                return cls()
+            while pattern.startswith("./"):
+                pattern = pattern[2:]
+            return cls(path_glob=pattern)
+        glob = arguments.get("glob")
+        if not isinstance(glob, str) or not glob:
+            return cls()
+        return cls(name_glob=glob) if "/" not in glob else cls(path_glob=glob.lstrip("/"))
+
+    def lets_through(self, name: str, below: frozenset[int] | None) -> bool:
+        if self.name_glob is not None and not _glob_pattern(self.name_glob).fullmatch(name):
+            return False
+        if self.path_glob is not None and below is not None:
+            pattern = _glob_pattern(self.path_glob)
+            return pattern.accepts(pattern.advance(below, name))
+        return True
+
+
 def _bash_texts(summary: str, analysis: CommandAnalysis) -> tuple[str, ...]:
-    texts = [summary.strip(), *_command_parts_loose(summary)]
+    # Both as written and as bash reads it (line continuations joined).
+    texts = [summary.strip(), analysis.text, *_command_parts_loose(summary), *_command_parts_loose(analysis.text)]
     for command in (*analysis.commands, *analysis.embedded):
         texts += [
             command.source,
@@ -344,9 +405,11 @@ def _guarded_write(call: _CallView) -> _Guard | None:
         return None
     written, landed = call.path.written, call.path.resolved
     shown = written if landed in (None, written) else f"{written} (resolves to {landed})"
-    if call.path.inside_git():
+    git_directory = call.path.git_directory()
+    if git_directory is not None:
+        where = ".git" if git_directory == ".git" else f"the git directory {git_directory}"
         return _Guard(
-            "deny", f"{shown} is inside .git; file tools may not write there below full-auto mode "
+            "deny", f"{shown} is inside {where}; file tools may not write there below full-auto mode "
                     "(git config and hooks can run code)",
         )  # fmt: skip
     if call.path.is_agent_config():
@@ -361,26 +424,40 @@ def _guarded_write(call: _CallView) -> _Guard | None:
 # -- matching ---------------------------------------------------------------------------------
 
 
+def _restricts(rule: Rule, call: _CallView) -> bool:
+    """Whether a deny or ask rule speaks about this call: its tool, or reading paths with any reading tool."""
+    if rule.covers_tool(call.tool_name):
+        return True
+    # `view(secret/**)` is about reading secret/: grep and glob read it too (and the other way round).
+    return rule.pattern is not None and call.tool_name in READ_TOOLS and any(map(rule.covers_tool, READ_TOOLS))
+
+
 def _first_restricting(rules: list[Rule], call: _CallView) -> Rule | None:
     """Deny and ask rules: a match anywhere in the call is enough (err on the side of stopping)."""
     for rule in rules:
-        if not rule.covers_tool(call.tool_name):
+        if not _restricts(rule, call):
             continue
         if rule.pattern is None:
             return rule
         if call.bash is not None:
-            if any(_star_regex(rule.pattern).fullmatch(text) for text in call.bash_texts):
+            if any(_star_pattern(rule.pattern).fullmatch(text) for text in call.bash_texts):
                 return rule
         elif call.path is not None:
-            if any(_path_regex(rule.pattern).fullmatch(form) for form in call.path.spellings):
+            pattern = _path_pattern(rule.pattern)
+            if any(pattern.fullmatch(form) for form in call.path.spellings):
                 return rule
-        elif _star_regex(rule.pattern).fullmatch(call.summary.strip()):
+            # grep or glob in secret/ with `view(secret/**)`: all it could read is covered.
+            if call.search is not None and any(pattern.covers_all(_below(form)) for form in call.path.spellings):
+                return rule
+        elif _star_pattern(rule.pattern).fullmatch(call.summary.strip()):
             return rule
     return None
 
 
 def _rules_cannot_tell(rules: PermissionRules, call: _CallView) -> str | None:
-    """Why a bash deny or ask rule might apply without the policy being able to tell, if it might."""
+    """Why a deny or ask rule might apply without the policy being able to tell, if it might."""
+    if call.search is not None:
+        return _search_reaches(rules, call)
     analysis = call.bash
     if analysis is None:
         return None
@@ -397,6 +474,113 @@ def _rules_cannot_tell(rules: PermissionRules, call: _CallView) -> str | None:
             if any(_could_match(rule.pattern or "", shape) for shape in shapes):
                 shown = textwrap.shorten(command.text(), 60, placeholder=" ...")
                 return f"rule {rule.text} may apply to `{shown}`, depending on values known only when it runs"
+    return None
+
+
+# A rule's pattern and where it stands (its set of states) after a path.
+_Forms = list[tuple["_Wildcard", frozenset[int]]]
+_SEARCH_REMEDY = (
+    "approve it in an interactive session; a search with a narrower path or glob that leaves out the covered "
+    "files needs no approval"
+)
+
+
+def _search_reaches(rules: PermissionRules, call: _CallView) -> str | None:
+    """Why a grep or glob call needs approval: it would read files that a deny or ask rule covers."""
+    target = call.path
+    if target is None:
+        return None
+    restricting = [r for r in (*rules.deny, *rules.ask) if r.pattern is not None and _restricts(r, call)]
+    if not restricting:
+        return None
+    # The rules that could cover something below the path at all, as written or where it lands,
+    # each with where its pattern stands after that path.
+    candidates: list[tuple[Rule, _Forms]] = []
+    for rule in restricting:
+        pattern = _path_pattern(rule.pattern or "")
+        forms = [(pattern, at) for base in target.spellings if (at := pattern.advance(pattern.start, _below(base)))]
+        if forms:
+            candidates.append((rule, forms))
+    if not candidates:
+        return None
+    where = target.resolved or target.written
+    if call.workspace is None or target.resolved is None:
+        if call.workspace is not None:
+            # It lands outside the workspace, where the tool refuses to search.
+            return None
+        rule = candidates[0][0]
+        return f"{call.tool_name} searches {where}, where rule {rule.text} may cover files it would read"
+    root = os.path.realpath(call.workspace)
+    base = root if target.resolved == "." else os.path.join(root, target.resolved)
+    if not os.path.isdir(base):
+        # A file is judged by its own path (above); a path that is not there fails in the tool.
+        return None
+    found = _covered_file(base, call.search or _Search(), candidates)
+    if found is None:
+        return None
+    rule, example = found
+    if example is None:
+        return (
+            f"{call.tool_name} searches {where}, which holds more than {_SEARCH_CHECK_LIMIT} entries; "
+            f"rule {rule.text} may cover some it would read"
+        )
+    shown = posixpath.join(target.resolved, example) if target.resolved != "." else example
+    return f"{call.tool_name} searches {where}, which holds {shown}, covered by rule {rule.text}"
+
+
+def _below(base: str) -> str:
+    """The start of every path below `base` (the workspace itself for ".")."""
+    return "" if base == "." else base.rstrip("/") + "/"
+
+
+def _covered_file(base: str, search: _Search, candidates: list[tuple[Rule, _Forms]]) -> tuple[Rule, str | None] | None:
+    """A file below `base` the search would read and a rule covers: (rule, its path below base).
+
+    The walk is the tools' own listing, widened: symlinks are not followed (the tools neither
+    list nor follow them) but are checked by name, and nothing is skipped for .gitignore. A
+    directory no rule (or no part of the search's glob) can reach below is not entered. After
+    `_SEARCH_CHECK_LIMIT` entries the answer is (rule, None): it cannot tell.
+    """
+    glob = _glob_pattern(search.path_glob) if search.path_glob is not None else None
+    stack: list[tuple[str, str, list[tuple[Rule, _Forms]], frozenset[int] | None]] = [
+        (base, "", candidates, glob.start if glob is not None else None)
+    ]
+    seen = 0
+    while stack:
+        directory, below, live, globbed = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in listed:
+            seen += 1
+            if seen > _SEARCH_CHECK_LIMIT:
+                return live[0][0], None
+            name = entry.name
+            try:
+                is_directory = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_directory = False
+            if is_directory:
+                if name in ALWAYS_SKIPPED_DIRS:
+                    continue
+                inner = glob.advance(globbed, name + "/") if glob is not None and globbed is not None else None
+                if glob is not None and not inner:
+                    continue
+                deeper = [
+                    (rule, kept)
+                    for rule, forms in live
+                    if (kept := [(p, moved) for p, states in forms if (moved := p.advance(states, name + "/"))])
+                ]
+                if deeper:
+                    stack.append((entry.path, below + name + "/", deeper, inner))
+                continue
+            if not search.lets_through(name, globbed):
+                continue
+            for rule, forms in live:
+                if any(p.accepts(p.advance(states, name)) for p, states in forms):
+                    return rule, below + name
     return None
 
 
@@ -417,16 +601,16 @@ def _allowing_rules(rules: list[Rule], call: _CallView) -> list[Rule]:
         landed = call.path.resolved
         if landed is None:
             return []
-        return [r for r in relevant if r.pattern is not None and _path_regex(r.pattern).fullmatch(landed)][:1]
+        return [r for r in relevant if r.pattern is not None and _path_pattern(r.pattern).fullmatch(landed)][:1]
     text = call.summary.strip()
-    return [r for r in relevant if r.pattern is not None and _star_regex(r.pattern).fullmatch(text)][:1]
+    return [r for r in relevant if r.pattern is not None and _star_pattern(r.pattern).fullmatch(text)][:1]
 
 
 def _allowing_bash(rules: list[Rule], command: str, analysis: CommandAnalysis) -> list[Rule]:
     # A rule written out as the exact command allows exactly that command, however complex.
     for rule in rules:
         literal = rule.pattern is not None and not _has_wildcard(rule.pattern)
-        if literal and rule.pattern is not None and _star_regex(rule.pattern).fullmatch(command):
+        if literal and rule.pattern is not None and _star_pattern(rule.pattern).fullmatch(command):
             return [rule]
     if analysis.writes_files or not analysis.commands:
         return []
@@ -434,7 +618,7 @@ def _allowing_bash(rules: list[Rule], command: str, analysis: CommandAnalysis) -
     # Wrappers and what they run are all commands here: `sudo rm x` needs both sudo and rm allowed.
     for simple in analysis.commands:
         text = simple.text()
-        match = next((r for r in rules if r.pattern is not None and _star_regex(r.pattern).fullmatch(text)), None)
+        match = next((r for r in rules if r.pattern is not None and _star_pattern(r.pattern).fullmatch(text)), None)
         if match is None:
             return []
         if match not in used:
@@ -481,42 +665,6 @@ def _has_wildcard(pattern: str) -> bool:
 
 def _escape_star(text: str) -> str:
     return text.replace("\\", "\\\\").replace("*", "\\*")
-
-
-@lru_cache(maxsize=512)
-def _star_regex(pattern: str) -> re.Pattern[str]:
-    """`*` matches anything (spaces and slashes too); a trailing `:*` means "this command, any arguments"."""
-    word_prefix = pattern.endswith(":*") and not pattern.endswith("\\:*")
-    body = pattern[:-2] if word_prefix else pattern
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if char == "\\" and i + 1 < len(body):
-            out.append(re.escape(body[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if char == "*" else re.escape(char))
-        i += 1
-    source = "".join(out)
-    if word_prefix:
-        source += r"(?:\s.*)?"
-    return re.compile(source, re.DOTALL)
-
-
-@lru_cache(maxsize=512)
-def _path_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore-style: `**` crosses directories, `*` does not; a name without `/` matches at any depth."""
-    text = pattern.strip()
-    anchored = text.startswith(("/", "./"))
-    text = text.removeprefix("./").lstrip("/")
-    if text.endswith("/"):
-        text += "**"
-    anchored = anchored or "/" in text.rstrip("/")
-    source = glob_to_regex_source(text) if text else ""
-    prefix = "" if anchored else "(?:.*/)?"
-    # Naming a directory covers what is inside it, as in .gitignore.
-    return re.compile(prefix + source + "(?:/.*)?", re.DOTALL)
 
 
 # A wildcard position when star patterns are compared with one another.
@@ -570,3 +718,210 @@ def _overlap(a: Sequence[str | None], b: Sequence[str | None]) -> bool:
             steps.append((i + 1, j + 1))
         queue.extend(step for step in steps if step not in seen)
     return False
+
+
+# -- wildcard patterns ------------------------------------------------------------------------
+
+# A test on one character: that character, any character (None), or a predicate.
+_Test = str | Callable[[str], bool] | None
+# Lazily built automaton steps kept per pattern; past this the cache starts over.
+_STEP_CACHE_LIMIT = 4096
+
+
+def _not_slash(char: str) -> bool:
+    return char != "/"
+
+
+class _Wildcard:
+    """A rule pattern run as an automaton over the text, one character at a time.
+
+    Matching takes time linear in the text (times the pattern's size), whatever the pattern:
+    `*a*a*a*a*b` cannot backtrack as a regular expression would. The sets of positions reached
+    are cached as they are met, so repeated matching costs a dictionary look-up per character.
+    """
+
+    def __init__(self) -> None:
+        self.edges: list[list[tuple[_Test, int]]] = [[]]
+        self.skips: list[list[int]] = [[]]
+        self.end = 0
+        self.accepting: frozenset[int] = frozenset()
+        self.start: frozenset[int] = frozenset()
+        self.cache: dict[tuple[frozenset[int], str], frozenset[int]] = {}
+
+    # -- building
+
+    def _state(self) -> int:
+        self.edges.append([])
+        self.skips.append([])
+        return len(self.edges) - 1
+
+    def one(self, test: _Test) -> None:
+        """Exactly one character that passes `test`."""
+        state = self._state()
+        self.edges[self.end].append((test, state))
+        self.end = state
+
+    def many(self, test: _Test) -> None:
+        """Any number of characters that pass `test`."""
+        state = self._state()
+        self.skips[self.end].append(state)
+        self.edges[state].append((test, state))
+        self.end = state
+
+    def directories(self) -> None:
+        """`(?:[^/]*/)*`: nothing, or whole directories each ending in `/`."""
+        boundary, inside = self._state(), self._state()
+        self.skips[self.end].append(boundary)
+        self.edges[boundary] += [("/", boundary), (_not_slash, inside)]
+        self.edges[inside] += [("/", boundary), (_not_slash, inside)]
+        self.end = boundary
+
+    def optional_directories(self) -> None:
+        """`(?:.*/)?`: nothing, or anything that ends in `/`."""
+        after, inside = self._state(), self._state()
+        self.skips[self.end] += [after, inside]
+        self.edges[inside] += [(None, inside), ("/", after)]
+        self.end = after
+
+    def finish(self, tail: str | Callable[[str], bool] | None = None) -> _Wildcard:
+        """Accept at the end; with a `tail` test, also after one such character and then anything."""
+        accepting = {self.end}
+        if tail is not None:
+            rest = self._state()
+            self.edges[self.end].append((tail, rest))
+            self.edges[rest].append((None, rest))
+            accepting.add(rest)
+        self.accepting = frozenset(accepting)
+        self.start = self._closure({0})
+        return self
+
+    # -- running
+
+    def _closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            for nxt in self.skips[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return frozenset(seen)
+
+    def advance(self, states: frozenset[int], text: str) -> frozenset[int]:
+        for char in text:
+            if not states:
+                break
+            key = (states, char)
+            found = self.cache.get(key)
+            if found is None:
+                reached = set()
+                for state in states:
+                    for test, nxt in self.edges[state]:
+                        if test is None or (test == char if isinstance(test, str) else test(char)):
+                            reached.add(nxt)
+                found = self._closure(reached)
+                if len(self.cache) >= _STEP_CACHE_LIMIT:
+                    self.cache.clear()
+                self.cache[key] = found
+            states = found
+        return states
+
+    def accepts(self, states: frozenset[int]) -> bool:
+        return not self.accepting.isdisjoint(states)
+
+    def fullmatch(self, text: str) -> bool:
+        return self.accepts(self.advance(self.start, text))
+
+    def covers_all(self, prefix: str) -> bool:
+        """Whether every text that starts with `prefix` matches: an accepting state that takes anything."""
+        states = self.advance(self.start, prefix)
+        return any(state in self.accepting and (None, state) in self.edges[state] for state in states)
+
+
+@lru_cache(maxsize=512)
+def _star_pattern(pattern: str) -> _Wildcard:
+    """`*` matches anything (spaces and slashes too); a trailing `:*` means "this command, any arguments"."""
+    word_prefix = pattern.endswith(":*") and not pattern.endswith("\\:*")
+    body = pattern[:-2] if word_prefix else pattern
+    wildcard = _Wildcard()
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body):
+            wildcard.one(body[i + 1])
+            i += 2
+            continue
+        if char == "*":
+            wildcard.many(None)
+        else:
+            wildcard.one(char)
+        i += 1
+    return wildcard.finish(str.isspace if word_prefix else None)
+
+
+@lru_cache(maxsize=512)
+def _path_pattern(pattern: str) -> _Wildcard:
+    """gitignore-style: `**` crosses directories, `*` does not; a name without `/` matches at any depth."""
+    text = pattern.strip()
+    anchored = text.startswith(("/", "./"))
+    text = text.removeprefix("./").lstrip("/")
+    if text.endswith("/"):
+        text += "**"
+    anchored = anchored or "/" in text.rstrip("/")
+    wildcard = _Wildcard()
+    if not anchored:
+        wildcard.optional_directories()
+    _glob_steps(wildcard, text)
+    # Naming a directory covers what is inside it, as in .gitignore.
+    return wildcard.finish("/")
+
+
+@lru_cache(maxsize=512)
+def _glob_pattern(pattern: str) -> _Wildcard:
+    """A glob as the glob tool and grep's `glob` read it (tools.glob_patterns), over a whole path."""
+    wildcard = _Wildcard()
+    _glob_steps(wildcard, pattern)
+    return wildcard.finish()
+
+
+def _glob_steps(wildcard: _Wildcard, pattern: str) -> None:
+    """The steps of tools.glob_patterns.glob_to_regex_source, as automaton states."""
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            wildcard.directories()
+            i += 3
+        elif pattern.startswith("**", i) and i + 2 == n:
+            wildcard.many(None)
+            i += 2
+        elif pattern[i] == "*":
+            while i < n and pattern[i] == "*":
+                i += 1
+            wildcard.many(_not_slash)
+        elif pattern[i] == "?":
+            wildcard.one(_not_slash)
+            i += 1
+        elif pattern[i] == "[":
+            end = _class_end(pattern, i)
+            test = _class_test(pattern[i + 1 : end]) if end >= 0 else None
+            if test is None:
+                wildcard.one("[")
+                i += 1
+            else:
+                wildcard.one(test)
+                i = end + 1
+        elif pattern[i] == "\\" and i + 1 < n:
+            wildcard.one(pattern[i + 1])
+            i += 2
+        else:
+            wildcard.one(pattern[i])
+            i += 1
+
+
+def _class_test(body: str) -> Callable[[str], bool] | None:
+    try:
+        # One character class matched against one character: nothing to backtrack over.
+        compiled = re.compile(_translate_class(body), re.DOTALL)
+    except re.error:
+        return None
+    return lambda char: compiled.fullmatch(char) is not None

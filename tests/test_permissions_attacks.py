@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from pathlib import Path
 
@@ -9,8 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.permissions import PermissionPolicy, PermissionRules, resolve_without_person, rule_for_call
+from agent.permissions import (
+    PermissionPolicy,
+    PermissionRules,
+    _glob_pattern,
+    _path_pattern,
+    _star_pattern,
+    resolve_without_person,
+    rule_for_call,
+)
 from agent.shell_commands import analyse
+from tools.glob_patterns import compile_glob, glob_to_regex_source
 
 RM = "bash(rm -rf*)"
 
@@ -265,9 +276,16 @@ PREFIXES = [
     "xargs", "xargs -0", "xargs -I{} -n 1", "command", "command -p", "exec", "exec -a x", "time", "time -p",
     "stdbuf -oL", "stdbuf -i 0", "ionice -c 2 -n 7", "chrt -f 10", "chrt 5", "setsid", "setsid -f", "FOO=bar",
     "/usr/bin/env", "/usr/bin/sudo -u root",
+    "taskset 1", "taskset -c 0,1", "flock /tmp/l", "flock -n -w 5 /tmp/l", "watch -x", "watch -x -n 1", "unshare -r",
+    "strace -f", "strace -o /dev/null", "ltrace", "fakeroot", "fakeroot --", "numactl -N 0", "catchsegv",
+    "dbus-run-session --", "proxychains -q", "firejail --quiet", "systemd-run --user --scope", "nsenter -t 1 -m",
+    "setpriv --nnp", "chronic", "setarch x86_64 -R", "linux64", "prlimit --nofile=10", "valgrind -q",
+    "runuser -u root --", "eatmydata",
 ]  # fmt: skip
 # Each turns a simple command into another simple command that runs it.
-SIMPLE_WRAPS = ["bash -c {q}", "sh -c {q}", "zsh -c {q}", "dash -c {q}", "bash -lc {q}", "eval {q}", "xargs sh -c {q}"]
+SIMPLE_WRAPS = ["bash -c {q}", "sh -c {q}", "zsh -c {q}", "dash -c {q}", "bash -lc {q}", "eval {q}", "xargs sh -c {q}",
+                "watch {q}", "flock /tmp/l -c {q}", "script -qc {q} /dev/null", "sg wheel -c {q}", "su -c {q}",
+                "runuser -l root -c {q}"]  # fmt: skip
 # Each puts a command inside a larger line.
 COMPOUND_WRAPS = ["( {s} )", "{{ {s}; }}", "echo $( {s} )", "echo hi | {s}", "true && {s}", "false || {s}",
                   "ls; {s}", "{s} &", "if true; then {s}; fi", "echo \"$( {s} )\""]  # fmt: skip
@@ -323,6 +341,8 @@ def test_a_headless_session_judges_file_calls_where_they_land(la_env) -> None:
     turns = [
         ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "alias/key.txt"})]),
         ScriptedTurn(tool_calls=[ScriptedToolCall("create", {"path": "g/hooks/pre-commit", "content": "#!/bin/sh\n"})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("grep", {"pattern": "the-secret", "path": "."})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("grep", {"pattern": "the-secret", "path": "alias"})]),
         ScriptedTurn(text="done"),
     ]
     with ScriptedModelServer(turns) as model:
@@ -330,4 +350,456 @@ def test_a_headless_session_judges_file_calls_where_they_land(la_env) -> None:
         results = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert "denied by rule view(secret/**)" in results[0] and "the-secret-value" not in results[0]
     assert "inside .git" in results[1]
+    # grep reads what view may not: a search over the secret asks (headless: refused) or is denied.
+    assert "secret/key.txt" in results[2] and "headless" in results[2] and "the-secret-value" not in results[2]
+    assert "denied by rule view(secret/**)" in results[3] and "the-secret-value" not in results[3]
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+
+
+# -- line continuations -----------------------------------------------------------------------
+
+RMX = "bash(rmx -rf*)"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rmx -r\\\nf /tmp/x",
+        "r\\\nmx -rf /tmp/x",
+        "rm\\\nx -rf /tmp/x",
+        "rmx \\\n  -rf /tmp/x",
+        "echo hi; rmx -r\\\nf /tmp/x",
+        "bash -c 'rmx -r\\\nf /tmp/x'",
+        'echo "$(rmx -r\\\nf /tmp/x)"',
+        "echo `rmx -r\\\nf /tmp/x`",
+        # A comment ends at the newline even after a backslash: the next line runs.
+        "# note \\\nrmx -rf /tmp/x",
+        # bash joins the lines after a quoted here-document, not inside it.
+        "cat <<'EOF'\nkeep \\\nEOF\nrmx -r\\\nf /tmp/x",
+    ],
+)
+def test_line_continuations_are_joined_as_bash_joins_them(command: str) -> None:
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) == "deny"
+
+
+def test_a_continuation_cannot_turn_an_allowed_command_into_another() -> None:
+    p = policy("ask", allow=["bash(ls *)", "bash(ls)"])
+    assert bash(p, "ls\\\nblk") == "ask"  # bash runs lsblk
+    assert bash(p, "ls \\\n  -la") == "allow"
+    assert bash(p, "ls \\\n  -la \\\n  src") == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo 'rmx -r\\\nf x'", "echo $'rmx -r\\\nf x'", "cat <<'EOF'\nrmx -r\\\nf x\nEOF", "# rmx -r\\\n"],
+)
+def test_continuations_that_bash_keeps_stay_data(command: str) -> None:
+    # Inside single quotes, $'...', quoted here-documents and comments the backslash stays.
+    assert bash(policy("full-auto", deny=[RMX]), command) == "allow"
+
+
+def test_a_line_the_parser_glues_onto_a_comment_is_a_doubt() -> None:
+    # tree-sitter reads `\rmx` as one more argument of echo; bash runs it as a command of its own.
+    command = "echo x #note\\\n\\rmx -rf /tmp/x"
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) == "ask"
+    assert bash(policy("ask", allow=["bash(echo*)"]), command) == "ask"
+
+
+def test_a_continuation_the_reader_cannot_place_is_a_doubt() -> None:
+    # bash would join the body's lines, which also moves where the here-document ends.
+    command = "cat <<EOF\nhello \\\nEOF\nEOF"
+    assert analyse(command).doubts
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) == "ask"
+
+
+PRINTF_PIECES = ["a", "b", "-", "'q'", '"d"', "'s\\\nq'", '"d\\\nq"', "\\\n", "\\\\", "x\\\ny", " ", " \\\n "]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(PRINTF_PIECES), min_size=1, max_size=8))
+def test_words_read_like_bash_reads_them(pieces: list[str]) -> None:
+    # What bash itself passes to printf, one word per NUL, against the words the reader sees.
+    import subprocess
+
+    command = "printf '%s\\0' " + "".join(pieces)
+    ran = subprocess.run(["bash", "-c", command], capture_output=True, check=False, timeout=10)
+    expected = ran.stdout.decode().split("\0")[:-1] if ran.stdout else [""]
+    analysis = analyse(command)
+    words = [w.value for w in analysis.commands[0].words[2:]]
+    assert analysis.readable, (command, analysis.doubts)
+    assert (words or [""]) == expected, command
+
+
+# -- command text read at run time ------------------------------------------------------------
+
+RUN_TIME_SCRIPTS = [
+    "echo 'rmx -rf /tmp/x' | xargs -0 sh -c",
+    "echo 'rmx -rf /tmp/x' | xargs -I{} sh -c {}",
+    "echo 'rmx -rf /tmp/x' | xargs -d '\\n' bash -c",
+    "echo 'rmx -rf /tmp/x' | xargs sh",
+    "echo -rf /tmp/x | xargs rmx",
+    "echo rmx | xargs -I{} {} -rf /tmp/x",
+    "printf 'rmx -rf /tmp/x' | bash /dev/stdin",
+    "printf 'rmx -rf /tmp/x' | sh /dev/fd/0",
+    "bash y.sh",
+    "sh ./s",
+    "bash -e ./run.sh arg",
+    "source y.sh",
+    ". ./y.sh",
+    "sh -c",
+    "echo 'rmx -rf /tmp/x' | parallel",
+]
+RUN_TIME_SCRIPTS_SEEN = ["echo '/tmp/x' | xargs -I% sh -c 'rmx -rf %'", "parallel ::: 'rmx -rf /tmp/x'"]
+
+
+@pytest.mark.parametrize("command", RUN_TIME_SCRIPTS)
+def test_commands_fed_to_a_shell_at_run_time_ask(command: str) -> None:
+    p = policy("full-auto", deny=[RMX], allow=["bash"])
+    decision = p.decide("bash", False, command)
+    assert decision.action == "ask", decision.reason
+    assert resolve_without_person(decision).action == "deny"
+    # No pattern vouches for them, and with no rules there is nothing to slip past.
+    allow = ["bash(echo*)", "bash(printf*)", "bash(xargs*)", "bash(sh*)", "bash(bash*)", "bash(source*)",
+             "bash(.*)", "bash(parallel*)"]  # fmt: skip
+    assert bash(policy("ask", allow=allow), command) == "ask"
+    assert bash(policy("full-auto"), command) == "allow"
+
+
+@pytest.mark.parametrize("command", RUN_TIME_SCRIPTS_SEEN)
+def test_commands_fed_to_a_shell_at_run_time_are_denied_where_the_rule_shows(command: str) -> None:
+    assert analyse(command).doubts
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) == "deny"
+
+
+def test_xargs_with_a_fixed_script_stays_readable() -> None:
+    p = policy("ask", allow=["bash(echo*)", "bash(xargs*)", "bash(sh -c*)"])
+    assert bash(p, "echo a b | xargs sh -c 'echo \"$@\"' _") == "allow"
+    assert bash(p, "echo a b | xargs sh -c 'rmx -rf \"$@\"' _") == "ask"
+    assert bash(policy("full-auto", deny=[RMX]), "echo a | xargs sh -c 'rmx -rf \"$@\"' _") == "deny"
+    assert bash(policy("full-auto", deny=[RMX]), "echo a | xargs -n1 echo") == "allow"
+
+
+# -- more wrappers ----------------------------------------------------------------------------
+
+MORE_WRAPPED_RMX = [
+    "taskset 1 rmx -rf x",
+    "taskset -c 0,1 rmx -rf x",
+    "taskset -a 0x3 rmx -rf x",
+    "flock /tmp/l rmx -rf x",
+    "flock -n -w 5 /tmp/l rmx -rf x",
+    "flock /tmp/l -c 'rmx -rf x'",
+    "flock -s /tmp/l --command 'rmx -rf x'",
+    "watch rmx -rf x",
+    "watch -n 1 'rmx -rf x'",
+    "watch -d -n1 'ls; rmx -rf x'",
+    "watch -x rmx -rf x",
+    "script -qc 'rmx -rf x' /dev/null",
+    "script -c 'rmx -rf x'",
+    "script /dev/null -q --command='rmx -rf x'",
+    "runuser -u bob -- rmx -rf x",
+    "runuser -u bob rmx -rf x",
+    "runuser -l bob -c 'rmx -rf x'",
+    "runuser - bob --session-command 'rmx -rf x'",
+    "unshare -r rmx -rf x",
+    "unshare --mount-proc -f -p rmx -rf x",
+    "unshare -R /tmp/root rmx -rf x",
+    "strace -f -o /dev/null rmx -rf x",
+    "strace -e trace=file -s 100 rmx -rf x",
+    "strace -o '|rmx -rf x' true",
+    "ltrace -f rmx -rf x",
+    "sg wheel -c 'rmx -rf x'",
+    "sg wheel 'rmx -rf x'",
+    "sg - wheel -c 'rmx -rf x'",
+    "parallel rmx -rf ::: x y",
+    "parallel -j4 'rmx -rf {}' ::: x",
+    "parallel -q rmx -rf ::: x",
+    "parallel 'ls; rmx -rf x' ::: 1",
+    "fakeroot rmx -rf x",
+    "fakeroot -- rmx -rf x",
+    "numactl -N 0 rmx -rf x",
+    "numactl --interleave=all rmx -rf x",
+    "catchsegv rmx -rf x",
+    "dbus-run-session -- rmx -rf x",
+    "dbus-run-session --config-file=x.conf rmx -rf x",
+    "proxychains -q rmx -rf x",
+    "proxychains4 -f p.conf rmx -rf x",
+    "firejail --noprofile --net=none rmx -rf x",
+    "systemd-run --user --scope rmx -rf x",
+    "systemd-run -p MemoryMax=1G --wait rmx -rf x",
+    "nsenter -t 1 -m -u rmx -rf x",
+    "nsenter --target 1 --mount rmx -rf x",
+    "setpriv --no-new-privs --reuid 1000 rmx -rf x",
+    "chronic rmx -rf x",
+    "chronic -e rmx -rf x",
+    "caffeinate -i rmx -rf x",
+    "setarch x86_64 -R rmx -rf x",
+    "linux64 rmx -rf x",
+    "prlimit --nofile=10 rmx -rf x",
+    "valgrind -q --tool=memcheck rmx -rf x",
+    "eatmydata rmx -rf x",
+    "unbuffer -p rmx -rf x",
+    "/usr/bin/time -v rmx -rf x",
+    "sudo taskset -c 0 nice flock /tmp/l rmx -rf x",
+]
+
+
+@pytest.mark.parametrize("command", MORE_WRAPPED_RMX)
+def test_more_wrappers_are_looked_through(command: str) -> None:
+    found = {c.text(assignments=False, basename=True) for c in analyse(command).commands}
+    assert any(text.startswith("rmx -rf") for text in found), found
+    decision = policy("full-auto", deny=[RMX], allow=["bash"]).decide("bash", False, command)
+    assert decision.action == "deny" and decision.rule == RMX, decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "taskset --frobnicate 1 rmx -rf x",
+        "flock --frobnicate /tmp/l rmx -rf x",
+        "strace --frobnicate rmx -rf x",
+        "watch -Q rmx -rf x",
+        "firejail -z rmx -rf x",
+        "parallel --frobnicate rmx ::: x",
+        "script -Z -c 'rmx -rf x'",
+    ],
+)
+def test_an_unknown_wrapper_option_is_a_doubt(command: str) -> None:
+    # rmx could start at any word after it; deny rules still see those.
+    assert analyse(command).doubts
+    assert bash(policy("full-auto", deny=["bash(ls*)"], allow=["bash"]), command) == "ask"
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) in ("ask", "deny")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "unshare -r",
+        "fakeroot",
+        "nsenter -t 1 -a",
+        "script /dev/null",
+        "sg wheel",
+        "newgrp wheel",
+        "su root",
+        "runuser -l bob",
+        "sudo -s",
+        "chroot /srv/root",
+        "setarch x86_64",
+        "firejail --noprofile",
+        "systemd-run -p ExecStartPre=/bin/rmx ls",
+        "systemd-run --shell",
+        "firejail --shell=/bin/bash ls",
+        'strace -o "$OUT" ls',
+    ],
+)
+def test_wrappers_that_start_a_shell_or_run_hidden_commands_ask(command: str) -> None:
+    # A shell with no command reads its commands from standard input, which the policy cannot see.
+    assert bash(policy("full-auto", deny=[RMX], allow=["bash"]), command) == "ask"
+
+
+def test_allow_rules_need_the_wrapper_and_what_it_runs() -> None:
+    p = policy("ask", allow=["bash(taskset*)", "bash(flock*)", "bash(watch*)", "bash(pytest*)", "bash(ls*)"])
+    assert bash(p, "taskset -c 0 pytest -q") == "allow"
+    assert bash(p, "flock /tmp/l -c 'pytest -q'") == "allow"
+    assert bash(p, "taskset -c 0 rmx -rf x") == "ask"
+    assert bash(p, "flock /tmp/l -c 'ls; rmx -rf x'") == "ask"
+    assert bash(p, "watch 'ls; rmx -rf x'") == "ask"
+    assert bash(p, "watch -n 2 ls -la") == "allow"
+    # Options that run nothing: `taskset -p` only shows or sets a process's affinity.
+    assert bash(policy("full-auto", deny=[RMX]), "taskset -p 1234") == "allow"
+
+
+# -- reading tools share path rules -----------------------------------------------------------
+
+
+def search(p: PermissionPolicy, tool: str, workspace: Path, **arguments: str) -> str:
+    return p.decide(tool, True, f"{tool} call", workspace=workspace, arguments=arguments).action
+
+
+@pytest.mark.parametrize("rule", ["view(secret/**)", "grep(secret/**)", "glob(secret/**)", "view(secret)"])
+def test_a_read_rule_on_paths_covers_grep_and_glob(workspace: Path, rule: str) -> None:
+    p = policy("full-auto", deny=[rule])
+    assert search(p, "grep", workspace, pattern="k", path="secret") == "deny"
+    assert search(p, "grep", workspace, pattern="k", path="secret/key.txt") == "deny"
+    assert search(p, "grep", workspace, pattern="k", path="alias") == "deny"
+    assert search(p, "grep", workspace, pattern="k", path="./alias/../secret/") == "deny"
+    assert search(p, "glob", workspace, pattern="*", path="secret") == "deny"
+    assert file_call(p, "view", "secret/key.txt", workspace) == "deny"
+    assert search(p, "grep", workspace, pattern="k", path="src") == "allow"
+    assert search(p, "glob", workspace, pattern="*", path="src") == "allow"
+
+
+def test_a_search_over_a_directory_holding_covered_files_asks(workspace: Path) -> None:
+    (workspace / "src" / "a.py").write_text("x\n")
+    p = policy("full-auto", deny=["view(secret/**)"])
+    for tool, arguments in [
+        ("grep", {"pattern": "k"}),
+        ("grep", {"pattern": "k", "path": "."}),
+        ("grep", {"pattern": "k", "glob": "*.txt"}),
+        ("grep", {"pattern": "k", "glob": "secret/*"}),
+        ("glob", {"pattern": "**"}),
+        ("glob", {"pattern": "**/*.txt"}),
+        ("glob", {"pattern": "secret/key.txt"}),
+    ]:
+        decision = p.decide(tool, True, tool, workspace=workspace, arguments=arguments)
+        assert decision.action == "ask", (tool, arguments)
+        assert "secret/key.txt" in decision.reason and "view(secret/**)" in decision.reason
+        refused = resolve_without_person(decision)
+        assert refused.action == "deny" and "narrower path" in refused.reason
+    # What the search cannot read there, it may search.
+    assert search(p, "grep", workspace, pattern="k", glob="*.py") == "allow"
+    assert search(p, "grep", workspace, pattern="k", glob="src/**") == "allow"
+    assert search(p, "glob", workspace, pattern="*.txt") == "allow"
+    assert search(p, "glob", workspace, pattern="src/**/*.py") == "allow"
+
+
+def test_a_search_asks_only_when_a_covered_file_is_there(workspace: Path) -> None:
+    p = policy("full-auto", ask=["view(.env)"])
+    assert search(p, "grep", workspace, pattern="TOKEN") == "allow"
+    (workspace / "src" / "deep").mkdir()
+    (workspace / "src" / "deep" / ".env").write_text("TOKEN=1\n")
+    assert search(p, "grep", workspace, pattern="TOKEN") == "ask"
+    assert search(p, "grep", workspace, pattern="TOKEN", path="src") == "ask"
+    assert search(p, "grep", workspace, pattern="TOKEN", path="secret") == "allow"
+    # Without a workspace to look in, a search anywhere a rule may cover asks.
+    assert policy("full-auto", deny=["view(secret/**)"]).decide("grep", True, "grep k in .").action == "ask"
+    assert policy("full-auto").decide("grep", True, "grep k in .").action == "allow"
+
+
+def test_search_checks_follow_no_symlinks_but_judge_where_the_path_lands(workspace: Path) -> None:
+    # Like the tools: a link inside the searched tree is not followed, the searched path is.
+    p = policy("full-auto", deny=["view(secret/**)"])
+    (workspace / "src" / "link").symlink_to("../secret")
+    assert search(p, "grep", workspace, pattern="k", path="src") == "allow"
+    assert search(p, "grep", workspace, pattern="k", path="src/link") == "deny"
+
+
+# -- wildcard matching is linear --------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_pathological_pattern_decides_quickly() -> None:
+    bad = "*a" * 12 + "*b"
+    assert bash(policy("full-auto", deny=[f"bash({bad})"]), "echo " + "a" * 200) == "allow"
+    assert bash(policy("full-auto", ask=[f"bash({bad})"]), "a" * 200 + "b") == "ask"
+    p = policy("full-auto", deny=[f"view({bad})", "view(" + "**/" * 12 + "b)", "edit(" + "*a" * 12 + "/b)"])
+    assert p.decide("view", True, "a" * 200).action == "allow"
+    assert p.decide("view", True, "a/" * 100 + "c").action == "allow"
+    assert p.decide("view", True, "a/" * 100 + "b").action == "deny"
+    assert p.decide("edit", False, "a" * 200 + "/c").action == "allow"
+
+
+def reference_star_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression rule patterns used to be translated to (slow on some patterns)."""
+    word_prefix = pattern.endswith(":*") and not pattern.endswith("\\:*")
+    body = pattern[:-2] if word_prefix else pattern
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            out.append(re.escape(body[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if body[i] == "*" else re.escape(body[i]))
+        i += 1
+    return re.compile("".join(out) + (r"(?:\s.*)?" if word_prefix else ""), re.DOTALL)
+
+
+def reference_path_regex(pattern: str) -> re.Pattern[str]:
+    text = pattern.strip()
+    anchored = text.startswith(("/", "./"))
+    text = text.removeprefix("./").lstrip("/")
+    if text.endswith("/"):
+        text += "**"
+    anchored = anchored or "/" in text.rstrip("/")
+    source = glob_to_regex_source(text) if text else ""
+    return re.compile(("" if anchored else "(?:.*/)?") + source + "(?:/.*)?", re.DOTALL)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("ab *:\\ \n", max_size=8), st.text("ab :\t\n", max_size=10))
+def test_star_patterns_match_as_before(pattern: str, text: str) -> None:
+    assert _star_pattern(pattern).fullmatch(text) == bool(reference_star_regex(pattern).fullmatch(text))
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "b", "/", "*", "**", "**/", "?", "[ab]", "[!a]", "\\*", ".", "./", "["]), max_size=6
+    ),
+    st.text("ab/.*", max_size=10),
+)
+def test_path_and_glob_patterns_match_as_before(parts: list[str], path: str) -> None:
+    pattern = "".join(parts)
+    assert _path_pattern(pattern).fullmatch(path) == bool(reference_path_regex(pattern).fullmatch(path))
+    assert _glob_pattern(pattern).fullmatch(path) == bool(compile_glob(pattern).match(path))
+
+
+# -- git directories by any name --------------------------------------------------------------
+
+
+def separate_git_dir(workspace: Path, name: str = "gitstore") -> Path:
+    """What `git init --separate-git-dir=ws/gitstore ws` leaves: a `.git` file naming the store."""
+    store = workspace / name
+    for sub in ("objects/info", "refs/heads", "hooks", "info"):
+        (store / sub).mkdir(parents=True)
+    (store / "HEAD").write_text("ref: refs/heads/main\n")
+    (store / "config").write_text("[core]\n")
+    return store
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto-edit"])
+@pytest.mark.parametrize("path", ["gitstore/config", "gitstore/hooks/pre-commit", "./gitstore/info/../HEAD"])
+def test_a_separate_git_directory_is_protected_like_dot_git(tmp_path: Path, mode: str, path: str) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    separate_git_dir(workspace)
+    (workspace / ".git").write_text(f"gitdir: {workspace / 'gitstore'}\n")
+    (workspace / "store-link").symlink_to("gitstore")
+    p = policy(mode, allow=["edit", "create(**)", "insert"])
+    for tool in ("create", "edit", "insert"):
+        for spelled in (path, path.replace("gitstore", "store-link")):
+            decision = p.decide(tool, False, spelled, workspace=workspace, arguments={"path": spelled})
+            assert decision.action == "deny", (tool, spelled)
+            assert "inside the git directory gitstore" in decision.reason and "hooks can run code" in decision.reason
+    assert file_call(policy("full-auto"), "edit", path, workspace) == "allow"
+    assert file_call(p, "create", "src/gitstore.py", workspace) == "allow"
+
+
+def test_a_directory_named_by_a_gitdir_line_is_protected_before_git_fills_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    (workspace / "sub" / ".git").write_text("gitdir: ../later\n")
+    p = policy("auto-edit")
+    # A .git file on the way names the directory: only those (and real git directories) are checked.
+    assert file_call(p, "create", "sub/later/config", workspace) == "allow"
+    (workspace / ".git").write_text("gitdir: later\n")
+    assert file_call(p, "create", "later/config", workspace) == "deny"
+    assert file_call(p, "create", "later/hooks/pre-commit", workspace) == "deny"
+    assert file_call(p, "create", "laterx/config", workspace) == "allow"
+
+
+def test_only_a_real_git_directory_counts(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "docs" / "refs").mkdir(parents=True)
+    (workspace / "docs" / "HEAD").write_text("not git\n")
+    p = policy("auto-edit")
+    assert file_call(p, "create", "docs/notes.md", workspace) == "allow"
+    (workspace / "docs" / "objects").mkdir()
+    assert file_call(p, "create", "docs/notes.md", workspace) == "deny"
+
+
+def test_real_git_separate_git_dir(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    workspace = tmp_path / "ws"
+    subprocess.run(
+        ["git", "init", "-q", f"--separate-git-dir={workspace / 'gitstore'}", str(workspace)],
+        check=True, capture_output=True, env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    p = policy("auto-edit")
+    assert file_call(p, "create", "gitstore/config", workspace) == "deny"
+    assert file_call(p, "create", "gitstore/hooks/pre-commit", workspace) == "deny"
+    assert file_call(p, "create", "README.md", workspace) == "allow"
