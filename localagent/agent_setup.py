@@ -128,9 +128,8 @@ async def build_agent(
     rules = PermissionRules.from_config(settings.permissions.model_dump())
     if options.sandbox == "off" and mode != "full-auto":
         raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
-    policy = PermissionPolicy(
-        mode, rules, bash_sandboxed=sandbox_available(sandbox_for(mode, options.sandbox, network=settings.sandbox_network))
-    )
+    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
+    policy = PermissionPolicy(mode, rules, bash_sandboxed=sandbox_available(sandbox))
 
     store = session_store(ctx)
     history = None
@@ -152,7 +151,6 @@ async def build_agent(
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
 
     scratch = ctx.paths.data / "tool-output" / session_id
-    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
     tool_ctx = ToolContext(
         workspace=ctx.workspace,
         scratch_dir=scratch,

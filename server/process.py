@@ -21,7 +21,7 @@ from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: the kernel kills it when its parent goes away, so a killed
     localagent never leaves a llama-server holding the GPU."""
     try:
@@ -95,7 +95,7 @@ class ServerProcess:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         except OSError as exc:
             raise StartError(f"cannot start {self.plan.argv[0]}: {exc}") from None

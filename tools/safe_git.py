@@ -22,7 +22,6 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from tools.safe_env import filtered_environment
@@ -118,28 +117,14 @@ def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
     return names
 
 
-@dataclass(frozen=True)
-class GitInvocation:
-    argv: list[str]
-    env: dict[str, str]
-
-
-def git_invocation(
-    *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None
-) -> GitInvocation:
-    """``git ARGS`` with every executing setting switched off: the argv and its environment."""
-    names = filter_drivers(cwd, env) if filters is None else filters
-    return GitInvocation(["git", "--no-pager", *args], {**env, **config_environment(safe_config(names))})
-
-
 def run_git(
     *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None,
     input: bytes | None = None, timeout: float = GIT_TIMEOUT_SECONDS,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
-    call = git_invocation(*args, cwd=cwd, env=env, filters=filters)
+    names = filter_drivers(cwd, env) if filters is None else filters
     return subprocess.run(
-        call.argv, cwd=cwd, env=call.env, input=input,
+        ["git", "--no-pager", *args], cwd=cwd, env={**env, **config_environment(safe_config(names))}, input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
         capture_output=True, timeout=timeout, check=False,
     )

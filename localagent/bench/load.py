@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import signal
 import sys
 from collections.abc import AsyncIterator
 
+from server.process import die_with_parent
+
 # A pure-Python spin: one core's worth of work, no memory, no I/O.
 _SPIN = "while True:\n    pass\n"
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass  # not Linux: the finally block below still kills them
 
 
 @contextlib.asynccontextmanager
@@ -36,7 +28,7 @@ async def busy_neighbours(count: int) -> AsyncIterator[list[int]]:
                 await asyncio.create_subprocess_exec(
                     sys.executable, "-c", _SPIN,
                     stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                    stderr=asyncio.subprocess.DEVNULL, preexec_fn=die_with_parent,
                 )
             )
         yield [proc.pid for proc in procs]

@@ -6,9 +6,9 @@ import os
 import platform
 import shutil
 import subprocess
-from pathlib import Path
 
 from localagent.bench.results import MachineInfo
+from server.cpu import cpu_info
 
 
 def machine_info() -> MachineInfo:
@@ -17,28 +17,11 @@ def machine_info() -> MachineInfo:
         machine=platform.machine(),
         python=platform.python_version(),
         cpu_count=os.cpu_count(),
-        cpus_usable=_usable_cpus(),
-        cpu_model=_cpu_model(),
+        cpus_usable=cpu_info().logical_cores,
+        cpu_model=cpu_info().model or None,
         memory_gb=_memory_gb(),
         gpus=_gpus(),
     )
-
-
-def _usable_cpus() -> int | None:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
 
 
 def _memory_gb() -> float | None:
