@@ -116,12 +116,10 @@ async def _run_case(
         await process.stop(grace=5.0)
         return SmokeCheck(profile.name, False, str(exc).splitlines()[0], seconds=time.monotonic() - started)
     except (httpx2.HTTPError, ValueError) as exc:
-        ended = process.returncode
         await process.stop(grace=5.0)
-        if ended is None and process.returncode is not None and process.returncode < 0:
-            ended = process.returncode
-        if ended is not None:
-            why = process.exit_reason(ended, while_loading=False).headline
+        code = process.returncode  # a crash mid-request, or our own SIGTERM just now
+        if code not in (None, 0, -15):
+            why = process.exit_reason(code, while_loading=False).headline
         else:
             why = f"the request failed: {type(exc).__name__}: {exc}"
         return SmokeCheck(profile.name, False, f"{why} (during generation)", seconds=time.monotonic() - started)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import shlex
 import time
 from collections.abc import Sequence
@@ -169,8 +168,9 @@ async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str 
         if time.monotonic() > deadline:
             return None
         await asyncio.sleep(0.1)
-    code = re.search(r"exit(?:ed with)? code (-?\d+)", supervisor.status.message or "")
-    how = f"llama-server exited with code {code.group(1)}" if code else "llama-server exited"
+    # The process says how it ended (a signal named with its cause), not a message to parse.
+    code = supervisor.process.returncode
+    how = supervisor.process.exit_reason(code, while_loading=False).headline if code is not None else "llama-server exited"
     return f"{how}; its log: {supervisor.log_path}"
 
 
