@@ -12,7 +12,6 @@ import pytest
 from tools import GlobTool, GrepTool, ToolContext
 from tools.file_listing import list_files
 from tools.glob_patterns import compile_glob
-from tools.ignore_rules import IgnoreRules
 
 
 def make_tree(root: Path) -> None:
@@ -157,17 +156,6 @@ def test_glob_pattern_semantics() -> None:
     assert compile_glob("a/**/b").match("a/x/y/b")
     assert compile_glob("file?.[ch]").match("file1.c")
     assert not compile_glob("file[!0-9].c").match("file1.c")
-
-
-def test_ignore_rules_semantics() -> None:
-    rules = IgnoreRules.from_lines(["# comment", "*.log", "!keep.log", "/build", "docs/*.tmp", "cache/"])
-    assert rules.is_ignored("x/y/debug.log", is_dir=False)
-    assert not rules.is_ignored("keep.log", is_dir=False)
-    assert rules.is_ignored("build", is_dir=True)
-    assert not rules.is_ignored("src/build", is_dir=True)
-    assert rules.is_ignored("docs/a.tmp", is_dir=False)
-    assert rules.is_ignored("deep/cache", is_dir=True)
-    assert not rules.is_ignored("cache", is_dir=False)
 
 
 def test_descriptions_of_calls() -> None:
