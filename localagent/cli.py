@@ -7,15 +7,12 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from rich.console import Console
 from rich.markup import escape
 
 from agent.errors import AgentError
+from localagent.console import err
 from localagent.errors import LocalAgentError
 from server.errors import ProfileError, ServerError
-
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -11,7 +11,7 @@ import difflib
 import tomllib
 
 from localagent.approval_answer import add_answer_arguments, approval_answer
-from localagent.cli import out
+from localagent.console import out
 from localagent.config import project_file
 from localagent.context import AppContext, approval_store
 from localagent.errors import UsageError

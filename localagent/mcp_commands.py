@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from localagent.cli import err, out
+from localagent.console import err, out
 from localagent.approval_answer import add_answer_arguments, approval_answer
 from localagent.context import AppContext
 from localagent.context import approval_store as shared_approval_store

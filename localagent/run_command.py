@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agent.headless import HeadlessRunner
 from localagent.agent_setup import AgentOptions, build_agent, session_store
-from localagent.cli import err, out
+from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
 from localagent.urls import EXAMPLE, url_problem

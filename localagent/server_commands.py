@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from localagent.cli import err, out
+from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
 from server.build import BuildRequest, build_llama_server, smoke_records_dir

@@ -28,7 +28,7 @@ from localagent.bench.prompts import DEFAULT_PROMPTS, PROMPTS_FILE_HELP, BenchPr
 from localagent.bench.results import BenchResults, BenchSettings, RequestResult, TargetResult
 from localagent.bench.runner import Target, run_targets, total_steps
 from localagent.bench.summary import OVERALL, Summary, fmt_speedup, fmt_tps, summarize
-from localagent.cli import err, out
+from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
 from localagent.urls import url_problem
