@@ -1,14 +1,19 @@
-"""One streamed chat completion: deltas out as events, the assembled message at the end."""
+"""One streamed chat completion: deltas out as events, the assembled message at the end, and
+the model server's errors put into words."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
 from openai import AsyncOpenAI
 
+from agent.event_stream import streamed
 from agent.events import Event, Metrics, PromptProgress, ReasoningDelta, TextDelta
+
+__all__ = ["StepResult", "StreamedToolCall", "api_message", "is_context_overflow", "stream_completion"]
 
 
 @dataclass
@@ -20,6 +25,8 @@ class StreamedToolCall:
 
 @dataclass
 class StepResult:
+    """The model's reply in one step, as assembled from the stream."""
+
     text: str = ""
     reasoning: str = ""
     tool_calls: list[StreamedToolCall] = field(default_factory=list)
@@ -28,18 +35,17 @@ class StepResult:
     usage: dict[str, Any] | None = None
 
 
+@streamed
 async def stream_completion(
     client: AsyncOpenAI,
     *,
     model: str,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
-    result: StepResult,
     n_ctx: int | None,
     sampling: dict[str, Any],
-) -> AsyncIterator[Event]:
-    """Fill ``result`` while yielding text, reasoning and metrics events."""
-    calls: dict[int, StreamedToolCall] = {}
+) -> AsyncIterator[Event | StepResult]:
+    """Text, reasoning, progress and metrics events as they stream in; ``.result`` is the reply."""
     # The history and the tool schemas travel in extra_body, which the SDK merges into the JSON
     # as it is. Passed as typed parameters, the SDK walks every message and schema on every
     # request (tens of ms once the history is long): that would be the agent's largest overhead.
@@ -53,7 +59,22 @@ async def stream_completion(
         stream_options={"include_usage": True},
         extra_body=body,
     )
+    reply = _Assembly(n_ctx)
     async for chunk in stream:
+        for event in reply.add(chunk):
+            yield event
+    yield reply.finish()
+
+
+class _Assembly:
+    """Builds the StepResult chunk by chunk, saying what each chunk brought as events."""
+
+    def __init__(self, n_ctx: int | None) -> None:
+        self.n_ctx = n_ctx
+        self.result = StepResult()
+        self.calls: dict[int, StreamedToolCall] = {}
+
+    def add(self, chunk: Any) -> Iterator[Event]:
         extra = chunk.model_extra or {}
         progress = extra.get("prompt_progress")
         if progress and progress.get("total"):
@@ -65,33 +86,39 @@ async def stream_completion(
         timings = extra.get("timings")
         # Chunks that only report prompt progress carry empty timings: no figures to show yet.
         if timings and (timings.get("prompt_n") or timings.get("cache_n") or timings.get("predicted_n")):
-            result.timings = timings
-            yield _metrics(timings, n_ctx)
+            self.result.timings = timings
+            yield _metrics(timings, self.n_ctx)
         if chunk.usage is not None:
-            result.usage = chunk.usage.model_dump()
+            self.result.usage = chunk.usage.model_dump()
         if not chunk.choices:
-            continue
+            return
         choice = chunk.choices[0]
         delta = choice.delta
         reasoning = (delta.model_extra or {}).get("reasoning_content")
         if reasoning:
-            result.reasoning += reasoning
+            self.result.reasoning += reasoning
             yield ReasoningDelta(reasoning)
         if delta.content:
-            result.text += delta.content
+            self.result.text += delta.content
             yield TextDelta(delta.content)
         for tc in delta.tool_calls or []:
-            call = calls.get(tc.index)
-            if call is None:
-                call = calls[tc.index] = StreamedToolCall(id=tc.id or f"call_{tc.index}", name="")
-            if tc.function is not None:
-                if tc.function.name:
-                    call.name += tc.function.name
-                if tc.function.arguments:
-                    call.arguments_text += tc.function.arguments
+            self._add_call_delta(tc)
         if choice.finish_reason:
-            result.finish_reason = choice.finish_reason
-    result.tool_calls = [calls[i] for i in sorted(calls)]
+            self.result.finish_reason = choice.finish_reason
+
+    def _add_call_delta(self, tc: Any) -> None:
+        call = self.calls.get(tc.index)
+        if call is None:
+            call = self.calls[tc.index] = StreamedToolCall(id=tc.id or f"call_{tc.index}", name="")
+        if tc.function is not None:
+            if tc.function.name:
+                call.name += tc.function.name
+            if tc.function.arguments:
+                call.arguments_text += tc.function.arguments
+
+    def finish(self) -> StepResult:
+        self.result.tool_calls = [self.calls[i] for i in sorted(self.calls)]
+        return self.result
 
 
 def _metrics(timings: dict[str, Any], n_ctx: int | None) -> Metrics:
@@ -111,3 +138,18 @@ def _metrics(timings: dict[str, Any], n_ctx: int | None) -> Metrics:
         context_used=cache_n + prompt_n + predicted_n,
         n_ctx=n_ctx,
     )
+
+
+def is_context_overflow(exc: openai.BadRequestError) -> bool:
+    text = str(exc).lower()
+    return "exceed_context_size" in text or "context size" in text or "context length" in text
+
+
+def api_message(exc: openai.APIError) -> str:
+    """The server's own error message, on one line."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+    return str(exc.message if hasattr(exc, "message") else exc).splitlines()[0]

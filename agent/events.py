@@ -1,5 +1,18 @@
 """The one typed event stream the agent emits. The TUI and the headless runner both consume it;
-the session file stores it."""
+the session file stores part of it.
+
+What is persisted: the loop hands these to its sink (``Agent.sink``, which appends them to the
+session file) as well as yielding them: TurnStarted, MessageAppended, HistoryReplaced,
+ToolCallStarted, ToolCallFinished, ApprovalRequested (without its future), Notice, ErrorEvent
+and TurnFinished. Two go to the sink only, because the turn is over when they happen: the
+TurnFinished of a cancelled turn and the MessageAppended results given to calls the turn left
+unanswered. Only yielded, never persisted, is the live progress of a request: TextDelta,
+ReasoningDelta, PromptProgress and Metrics.
+
+Resuming reads MessageAppended and HistoryReplaced back (agent.session_resume). Each event
+class names its ``type`` once, as the default of its ``type`` field; code that matches stored
+events uses the class attribute (``MessageAppended.type``), never the string.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +36,7 @@ class Event:
 
 @dataclass(frozen=True)
 class TurnStarted(Event):
+    # The turn's number in the conversation, from 1 (a resumed conversation counts on).
     turn: int
     text: str
     type: str = field(init=False, default="turn_started")
@@ -137,6 +151,11 @@ class ErrorEvent(Event):
 
 @dataclass(frozen=True)
 class TurnFinished(Event):
+    """The end of a turn (one user message and all the agent did for it; see agent.loop.AgentConfig).
+
+    ``steps`` is how many model requests the turn made; ``reason`` "max_turns" means it stopped
+    at the step limit (``agent.max_steps``), and ``message`` says so in words."""
+
     reason: FinishReason
     final_text: str
     steps: int

@@ -3,6 +3,9 @@
 History is append-only and the system prompt and tool list never change, so every request
 extends the previous one and llama-server's prompt cache serves the prefix. Only compaction
 rewrites history, and only when the context is nearly full.
+
+The loop's pieces that both stream events and produce a value (a model request, a tool call)
+are agent.event_stream streams: the caller passes the events on, then reads ``.result``.
 """
 
 from __future__ import annotations
@@ -12,14 +15,19 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import openai
-from json_repair import repair_json
 from openai import AsyncOpenAI
 
 from agent.compaction import Compactor
-from agent.completion import StepResult, StreamedToolCall, stream_completion
+from agent.completion import (
+    StepResult,
+    api_message,
+    is_context_overflow,
+    stream_completion,
+)
+from agent.event_stream import streamed
 from agent.events import (
     ApprovalRequested,
     ErrorEvent,
@@ -33,31 +41,40 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from agent.sandbox_modes import sandbox_for
-from tools.sandbox import sandbox_available
 from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call
-from agent.preview import preview_diff
-from agent.toolcall_text import format_error_feedback, parse_text_tool_calls, validate_arguments
+from agent.sandbox_modes import sandbox_for
+from agent.tool_calls import (
+    AgentTool,
+    ToolCall,
+    assistant_message,
+    calls_in_reply,
+    tool_message,
+)
+from agent.toolcall_text import format_error_feedback
+from agent.turn_state import TurnState, TurnStop
 from tools.base import ToolContext, ToolResult
+from tools.registry import openai_tool_specs
+from tools.sandbox import sandbox_available
 
-LOOP_NUDGE_AT = 3
-LOOP_STOP_AT = 5
-FORMAT_ERRORS_STOP_AT = 3
+__all__ = ["Agent", "AgentConfig", "AgentTool", "EventSink", "Recover", "TurnStop"]
 
-
-class AgentTool(Protocol):
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    reads_only: bool
-
-    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
-
-    def describe_call(self, args: dict[str, Any], workspace: Any = None) -> str: ...
+EMPTY_REPLY_NUDGE = (
+    "[localagent] Your last reply was empty. Answer the task in text, or call a tool to make progress."
+)
 
 
 @dataclass
 class AgentConfig:
+    """How the agent runs. The words, used the same way throughout the agent:
+
+    - a *turn* is one user message and everything the agent does for it, up to its answer;
+    - a *step* is one model request (with the tool calls of its reply) within a turn.
+
+    ``max_steps`` (the config key ``agent.max_steps``) bounds the steps of one turn. A turn it
+    stops ends with the status "max_turns": Claude Code's name for the same limit, kept for
+    compatibility, whose "turns" are model steps.
+    """
+
     model: str = "local"
     max_steps: int = 50
     compact_threshold: float = 0.8
@@ -69,20 +86,8 @@ Recover = Callable[[], Awaitable[bool]]
 EventSink = Callable[[Event], None]
 
 
-class TurnStop(Exception):
-    """Ends the turn with a named status."""
-
-    def __init__(self, reason: FinishReason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass
-class _Call:
-    id: str
-    name: str
-    arguments: dict[str, Any] | None
-    problem: str | None = None
+class _RequestFailed(Exception):
+    pass
 
 
 class Agent:
@@ -108,17 +113,17 @@ class Agent:
         self.config = config
         self.n_ctx = n_ctx
         self.recover = recover
+        # Gets every event that goes into the session file; see agent.events for which those are.
         self.sink = sink
         self.before_turn = before_turn  # e.g. a checkpoint of the working tree
         # Built once: the serialised tool list is part of the cached prompt prefix.
-        self.tool_specs = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-            for t in tools
-        ]
+        self.tool_specs = openai_tool_specs(tools)
         system = {"role": "system", "content": system_prompt}
         # A resumed history holds only appended messages: the system prompt is rebuilt, not stored.
         history = [m for m in history or [] if m.get("role") != "system"]
         self.messages: list[dict[str, Any]] = [system, *history]
+        # The number of the current turn: user turns so far, for a resumed conversation counted
+        # from the user messages in its history.
         self.turns = sum(1 for m in self.messages if m["role"] == "user")
         self.compactor = Compactor(client, config.model)
         self.last_context_used = 0
@@ -136,89 +141,85 @@ class Agent:
         self.messages.append(message)
         return self._emit(MessageAppended(message))
 
+    # -- a turn ------------------------------------------------------------------------------
+
     async def run_turn(self, user_text: str) -> AsyncIterator[Event]:
+        """One turn: the user's message, then steps until the model answers or a limit stops it."""
         self.turns += 1
         if self.before_turn is not None:
             await self.before_turn(self.turns)
         yield self._emit(TurnStarted(self.turns, user_text))
         yield self._append({"role": "user", "content": user_text})
-        steps = 0
-        final_text = ""
-        usage_before = dict(self.totals)
+        turn = TurnState(usage_before=dict(self.totals))
         reason: FinishReason = "done"
         message = ""
-        pending: list[_Call] = []
         try:
-            loop_guard = _LoopGuard()
-            format_errors = 0
-            nudged_empty = False
-            while True:
-                if steps >= self.config.max_steps:
-                    raise TurnStop("max_turns", f"stopped after {steps} model steps (--max-turns)")
-                steps += 1
-                if self._near_full():
-                    async for event in self._compact("the context is nearly full"):
-                        yield event
-                result = StepResult()
-                async for event in self._request(result):
+            while not turn.answered:
+                async for event in self._step(turn):
                     yield event
-                calls, text = self._calls_from(result)
-                final_text = text
-                assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
-                if calls:
-                    assistant["tool_calls"] = [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _args_text(c)}}
-                        for c in calls
-                    ]
-                if result.reasoning:
-                    assistant["reasoning_content"] = result.reasoning
-                yield self._append(assistant)
-                if not calls and text.strip():
-                    break
-                if not calls:
-                    # An empty reply, or one cut off by the token limit before any text, is not an
-                    # answer: ask once more, then stop with a status that says which it was.
-                    cut = result.finish_reason == "length"
-                    if nudged_empty:
-                        raise TurnStop(
-                            "length" if cut else "empty_answer",
-                            "the model hit its token limit without answering (finish_reason=length); "
-                            "raise agent.max_tokens or the context size" if cut
-                            else "the model answered with nothing, twice",
-                        )
-                    nudged_empty = True
-                    yield self._append({"role": "user", "content": EMPTY_REPLY_NUDGE})
-                    continue
-                pending = list(calls)
-                for call in calls:
-                    outcome: list[ToolResult] = []
-                    async for event in self._run_call(call, outcome):
-                        yield event
-                    pending.remove(call)
-                    tool_result = outcome[0]
-                    repeats = loop_guard.record(call)
-                    if repeats >= LOOP_NUDGE_AT and call.problem is None:
-                        tool_result.output += (
-                            f"\n\n[localagent] This exact call has now been made {repeats} times in a row and "
-                            "its result will not change. Do something different, or answer if you are done."
-                        )
-                    yield self._append(self._tool_message(call, tool_result))
-                    format_errors = format_errors + 1 if call.problem is not None else 0
-                    if format_errors >= FORMAT_ERRORS_STOP_AT:
-                        raise TurnStop("format_errors", f"{format_errors} malformed tool calls in a row")
-                    if repeats >= LOOP_STOP_AT:
-                        raise TurnStop("loop", f"the same {call.name} call was repeated {repeats} times")
         except TurnStop as stop:
             reason, message = stop.reason, str(stop)
         except asyncio.CancelledError:
-            self._close_pending(pending, "cancelled by the user")
-            self._emit(self._turn_finished("cancelled", final_text, steps, usage_before, "cancelled by the user"))
+            self._close_pending(turn, "cancelled by the user")
+            self._emit(self._turn_finished(turn, "cancelled", "cancelled by the user"))
             raise
         except _RequestFailed as failure:
             reason, message = "error", str(failure)
             yield self._emit(ErrorEvent(message))
-        self._close_pending(pending, f"not run: the turn ended ({reason})")
-        yield self._emit(self._turn_finished(reason, final_text, steps, usage_before, message))
+        self._close_pending(turn, f"not run: the turn ended ({reason})")
+        yield self._emit(self._turn_finished(turn, reason, message))
+
+    async def _step(self, turn: TurnState) -> AsyncIterator[Event]:
+        """One step: ask the model, record its reply, run the calls it made."""
+        turn.start_step(self.config.max_steps)
+        if self._near_full():
+            async for event in self._compact("the context is nearly full"):
+                yield event
+        request = self._request()
+        async for event in request:
+            yield event
+        reply = request.result
+        calls, text = calls_in_reply(reply, self.tools, self.turns)
+        turn.final_text = text
+        yield self._append(assistant_message(text, calls, reply.reasoning))
+        if calls:
+            async for event in self._run_calls(turn, calls):
+                yield event
+        elif text.strip():
+            turn.answered = True
+        else:
+            turn.empty_reply(cut=reply.finish_reason == "length")
+            yield self._append({"role": "user", "content": EMPTY_REPLY_NUDGE})
+
+    async def _run_calls(self, turn: TurnState, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        for index, call in enumerate(calls):
+            turn.pending = calls[index:]
+            run = self._run_call(call)
+            async for event in run:
+                yield event
+            turn.pending = calls[index + 1 :]
+            result = run.result
+            result.output += turn.record_call(call)
+            yield self._append(tool_message(call, result))
+            turn.check_limits(call)
+
+    def _turn_finished(self, turn: TurnState, reason: FinishReason, message: str) -> TurnFinished:
+        return TurnFinished(
+            reason=reason,
+            final_text=turn.final_text,
+            steps=turn.steps,
+            prompt_tokens=self.totals["prompt_tokens"] - turn.usage_before["prompt_tokens"],
+            completion_tokens=self.totals["completion_tokens"] - turn.usage_before["completion_tokens"],
+            message=message,
+        )
+
+    def _close_pending(self, turn: TurnState, why: str) -> None:
+        """Every tool call in history gets a result, or the next request is malformed."""
+        for call in turn.pending:
+            self._append(tool_message(call, ToolResult.error(why)))
+        turn.pending = []
+
+    # -- commands from the front end ---------------------------------------------------------
 
     async def compact_now(self) -> AsyncIterator[Event]:
         """Compact on request (the TUI's /compact), summarising earlier turns."""
@@ -240,58 +241,42 @@ class Agent:
         self.tool_ctx.sandbox = sandbox_for(mode, requested, network=network)
         self.policy = self.policy.with_mode(mode, bash_sandboxed=sandbox_available(self.tool_ctx.sandbox))
 
-    def _turn_finished(
-        self, reason: FinishReason, text: str, steps: int, before: dict[str, int], message: str
-    ) -> TurnFinished:
-        return TurnFinished(
-            reason=reason,
-            final_text=text,
-            steps=steps,
-            prompt_tokens=self.totals["prompt_tokens"] - before["prompt_tokens"],
-            completion_tokens=self.totals["completion_tokens"] - before["completion_tokens"],
-            message=message,
-        )
-
-    def _close_pending(self, pending: list[_Call], why: str) -> None:
-        """Every tool call in history gets a result, or the next request is malformed."""
-        for call in pending:
-            self._append(self._tool_message(call, ToolResult.error(why)))
-        pending.clear()
-
     # -- requests ----------------------------------------------------------------------------
 
-    async def _request(self, result: StepResult) -> AsyncIterator[Event]:
+    @streamed
+    async def _request(self) -> AsyncIterator[Event | StepResult]:
+        """One model request, retried once: after compacting a context the server found full,
+        or after the server came back from a failure."""
         for attempt in (1, 2):
+            completion = stream_completion(
+                self.client,
+                model=self.config.model,
+                messages=self.messages,
+                tools=self.tool_specs,
+                n_ctx=self.n_ctx,
+                sampling=self.config.sampling,
+            )
             try:
-                async for event in stream_completion(
-                    self.client,
-                    model=self.config.model,
-                    messages=self.messages,
-                    tools=self.tool_specs,
-                    result=result,
-                    n_ctx=self.n_ctx,
-                    sampling=self.config.sampling,
-                ):
+                async for event in completion:
                     yield event
-                break
             except openai.BadRequestError as exc:
-                if attempt == 1 and _is_context_overflow(exc):
+                if attempt == 1 and is_context_overflow(exc):
                     async for event in self._compact("the server said the context is full", aggressive=True):
                         yield event
-                    _reset(result)
                     continue
-                raise _RequestFailed(f"the model server refused the request: {_api_message(exc)}") from None
+                raise _RequestFailed(f"the model server refused the request: {api_message(exc)}") from None
             except (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError) as exc:
                 if attempt == 1 and self.recover is not None:
                     yield self._emit(Notice("the model server stopped answering; waiting for it to come back"))
                     if await self.recover():
                         yield self._emit(Notice("the model server is back; retrying the request"))
-                        _reset(result)
                         continue
-                raise _RequestFailed(f"the model server failed mid-request ({_api_message(exc)})") from None
+                raise _RequestFailed(f"the model server failed mid-request ({api_message(exc)})") from None
             except openai.APIError as exc:
-                raise _RequestFailed(f"the model server returned an error: {_api_message(exc)}") from None
-        self._account(result)
+                raise _RequestFailed(f"the model server returned an error: {api_message(exc)}") from None
+            self._account(completion.result)
+            yield completion.result
+            return
 
     def _account(self, result: StepResult) -> None:
         timings = result.timings or {}
@@ -313,111 +298,65 @@ class Agent:
         yield self._emit(Notice(f"compacted the conversation ({why}): {before} -> {after} characters"))
         yield self._emit(HistoryReplaced(list(self.messages)))
 
-    # -- tool calls ----------------------------------------------------------------------------
+    # -- a tool call -------------------------------------------------------------------------
 
-    def _calls_from(self, result: StepResult) -> tuple[list[_Call], str]:
-        if result.tool_calls:
-            return [self._native_call(c) for c in result.tool_calls], result.text
-        parsed = parse_text_tool_calls(result.text, set(self.tools), {n: t.parameters for n, t in self.tools.items()})
-        calls = [
-            _Call(id=f"call_text_{self.turns}_{i}", name=c.name, arguments=c.arguments)
-            for i, c in enumerate(parsed.calls)
-        ]
-        if parsed.errors and not calls:
-            # Something call-shaped that we could not use: tell the model how to call.
-            calls = [_Call(id=f"call_text_{self.turns}_err", name="invalid", arguments=None, problem=parsed.errors[0])]
-        return calls, parsed.text_without_calls if calls else result.text
-
-    def _native_call(self, call: StreamedToolCall) -> _Call:
-        if call.name not in self.tools:
-            return _Call(call.id, call.name, None, f"there is no tool named {call.name!r}")
-        text = call.arguments_text.strip() or "{}"
-        try:
-            arguments = json.loads(text)
-        except ValueError:
-            repaired = repair_json(text, return_objects=True)
-            arguments = repaired if isinstance(repaired, dict) and repaired else None
-        if not isinstance(arguments, dict):
-            return _Call(call.id, call.name, None, f"the arguments of {call.name} are not a JSON object")
-        return _Call(call.id, call.name, arguments)
-
-    async def _run_call(self, call: _Call, outcome: list[ToolResult]) -> AsyncIterator[Event]:
+    @streamed
+    async def _run_call(self, call: ToolCall) -> AsyncIterator[Event | ToolResult]:
+        """Run one call if it is well-formed and allowed; otherwise its result says why not."""
         tool = self.tools.get(call.name)
-        problem = call.problem
-        if problem is None and tool is not None and call.arguments is not None:
-            problem = validate_arguments(call.arguments, tool.parameters)
-            call.problem = problem
-        if problem is not None or tool is None or call.arguments is None:
-            result = ToolResult.error(format_error_feedback(problem or "invalid call", sorted(self.tools)))
-            yield self._emit(ToolCallFinished(call.id, call.name, result.output, True, 0.0))
-            outcome.append(result)
-            return
-        summary = tool.describe_call(call.arguments, self.tool_ctx.workspace)
-        yield self._emit(ToolCallStarted(call.id, call.name, call.arguments, summary))
+        why_not: str | None
+        if call.problem is not None or tool is None or call.arguments is None:
+            why_not = format_error_feedback(call.problem or "invalid call", sorted(self.tools))
+        else:
+            summary = tool.describe_call(call.arguments, self.tool_ctx.workspace)
+            yield self._emit(ToolCallStarted(call.id, call.name, call.arguments, summary))
+            permission = self._permission(call, tool, call.arguments, summary)
+            async for event in permission:
+                yield event
+            why_not = permission.result
+            if why_not is None:
+                started = time.monotonic()
+                result = await tool.run(call.arguments, self.tool_ctx)
+                self.totals["tool_calls"] += 1
+                yield self._emit(
+                    ToolCallFinished(
+                        call.id, call.name, result.output, result.is_error, time.monotonic() - started,
+                        _jsonable(result.metadata),
+                    )
+                )
+                yield result
+                return
+        refused = ToolResult.error(why_not)
+        yield self._emit(ToolCallFinished(call.id, call.name, refused.output, True, 0.0))
+        yield refused
+
+    @streamed
+    async def _permission(
+        self, call: ToolCall, tool: AgentTool, arguments: dict[str, Any], summary: str
+    ) -> AsyncIterator[Event | str | None]:
+        """What the policy (or, when it says ask, a person) decides: ``.result`` is None when
+        the call may run, else the reason it may not, for the model."""
         decision = self.policy.decide(
-            tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=call.arguments
+            tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=arguments
         )
         if decision.action == "ask" and self.config.headless:
             decision = resolve_without_person(decision)
+        if decision.action == "deny":
+            yield f"Not allowed: {decision.reason}"
+            return
         if decision.action == "ask":
             future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            preview = tool.preview(arguments, self.tool_ctx)
             yield self._emit(
-                ApprovalRequested(
-                    call.id, call.name, summary, call.arguments, decision.reason,
-                    preview_diff(call.name, call.arguments, self.tool_ctx), future,
-                )
+                ApprovalRequested(call.id, call.name, summary, arguments, decision.reason, preview, future)
             )
             answer = await future
             if answer == "always":
                 self.policy.add_rule("allow", rule_for_call(tool.name, summary))
             if answer == "deny":
-                result = ToolResult.error("The user denied this call. Do not retry it; ask or try another way.")
-                yield self._emit(ToolCallFinished(call.id, call.name, result.output, True, 0.0))
-                outcome.append(result)
+                yield "The user denied this call. Do not retry it; ask or try another way."
                 return
-        elif decision.action == "deny":
-            result = ToolResult.error(f"Not allowed: {decision.reason}")
-            yield self._emit(ToolCallFinished(call.id, call.name, result.output, True, 0.0))
-            outcome.append(result)
-            return
-        started = time.monotonic()
-        result = await tool.run(call.arguments, self.tool_ctx)
-        self.totals["tool_calls"] += 1
-        yield self._emit(
-            ToolCallFinished(
-                call.id, call.name, result.output, result.is_error, time.monotonic() - started,
-                _jsonable(result.metadata),
-            )
-        )
-        outcome.append(result)
-
-    @staticmethod
-    def _tool_message(call: _Call, result: ToolResult) -> dict[str, Any]:
-        content = result.output
-        if result.is_error and not content.startswith("Error"):
-            content = f"Error: {content}"
-        return {"role": "tool", "tool_call_id": call.id, "content": content}
-
-
-EMPTY_REPLY_NUDGE = (
-    "[localagent] Your last reply was empty. Answer the task in text, or call a tool to make progress."
-)
-
-
-class _RequestFailed(Exception):
-    pass
-
-
-class _LoopGuard:
-    def __init__(self) -> None:
-        self.last: str | None = None
-        self.count = 0
-
-    def record(self, call: _Call) -> int:
-        signature = json.dumps([call.name, call.arguments], sort_keys=True)
-        self.count = self.count + 1 if signature == self.last else 1
-        self.last = signature
-        return self.count
+        yield None
 
 
 def _valid_unicode(value: Any) -> Any:
@@ -432,30 +371,6 @@ def _valid_unicode(value: Any) -> Any:
     if isinstance(value, list):
         return [_valid_unicode(item) for item in value]
     return value
-
-
-def _args_text(call: _Call) -> str:
-    return json.dumps(call.arguments if call.arguments is not None else {}, ensure_ascii=False)
-
-
-def _reset(result: StepResult) -> None:
-    fresh = StepResult()
-    for name in fresh.__dataclass_fields__:
-        setattr(result, name, getattr(fresh, name))
-
-
-def _is_context_overflow(exc: openai.BadRequestError) -> bool:
-    text = str(exc).lower()
-    return "exceed_context_size" in text or "context size" in text or "context length" in text
-
-
-def _api_message(exc: openai.APIError) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-    return str(exc.message if hasattr(exc, "message") else exc).splitlines()[0]
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:

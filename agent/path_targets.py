@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["AGENT_CONFIG_FILES", "PathTarget", "path_target"]
+__all__ = ["AGENT_CONFIG_FILES", "PathTarget", "normalise_path", "path_target"]
 
 # The workspace's own agent configuration: editing it changes what the agent may do.
 AGENT_CONFIG_FILES = frozenset({".localagent.toml", ".mcp.json"})
@@ -43,9 +43,6 @@ class PathTarget:
             forms.append(self.resolved)
         return tuple(forms)
 
-    def inside_git(self) -> bool:
-        return self.git_directory() is not None
-
     def git_directory(self) -> str | None:
         """The git directory the path lies in: ".git", or the workspace-relative one found on disk."""
         # Case-folded: on case-insensitive file systems `.GIT/hooks` is `.git/hooks`.
@@ -64,7 +61,7 @@ def path_target(
     summary: str, workspace: Path | None = None, arguments: Mapping[str, object] | None = None
 ) -> PathTarget:
     """From the call summary (a normalised path) and, when known, the raw `path` argument."""
-    written = _normalise(summary)
+    written = normalise_path(summary)
     raw = arguments.get("path") if arguments is not None else None
     raw_text = raw if isinstance(raw, str) and raw.strip() else summary.strip()
     if workspace is None:
@@ -75,17 +72,21 @@ def path_target(
         root: str | None = os.path.realpath(workspace)
     except (OSError, ValueError):
         root = None
-    return PathTarget(written, _resolve(raw_text, workspace), root)
+    return PathTarget(written, _resolve(raw_text, root) if root is not None else None, root)
 
 
-def _resolve(raw: str, workspace: Path) -> str | None:
+def _resolve(raw: str, root: str) -> str | None:
     if not raw or "\x00" in raw:
         return None
     try:
-        root = os.path.realpath(workspace)
         landed = os.path.realpath(os.path.join(root, raw))
     except (OSError, ValueError):
         return None
+    return _inside(landed, root)
+
+
+def _inside(landed: str, root: str) -> str | None:
+    """`landed` relative to `root` ("." for the root itself), or None when it lies outside."""
     if landed == root:
         return "."
     if not landed.startswith(root.rstrip(os.sep) + os.sep):
@@ -109,12 +110,11 @@ def _git_directory_on_disk(root: str, resolved: str) -> str | None:
             landed = os.path.realpath(os.path.join(directory, pointed))
         except (OSError, ValueError):
             continue
-        if landed == root:
-            return "."
-        if landed.startswith(root.rstrip(os.sep) + os.sep):
-            named = Path(os.path.relpath(landed, root)).as_posix()
-            if resolved == named or resolved.startswith(named + "/"):
-                return named
+        named = _inside(landed, root)
+        if named is None:
+            continue
+        if named == "." or resolved == named or resolved.startswith(named + "/"):
+            return named
     return None
 
 
@@ -141,7 +141,8 @@ def _gitdir_line(path: str) -> str | None:
     return pointed or None
 
 
-def _normalise(summary: str) -> str:
+def normalise_path(summary: str) -> str:
+    """The path as a call summary spells it, lexically normalised ("" for none)."""
     text = summary.strip()
     return posixpath.normpath(text) if text else ""
 

@@ -7,12 +7,13 @@ the user's own configuration allows it.
 
 from __future__ import annotations
 
+from agent.permission_rules import PermissionMode
 from tools.sandbox import SandboxPolicy
 
 
 def sandbox_for(mode: str, requested: str | None = None, *, network: bool = False) -> SandboxPolicy:
-    if mode == "read-only":
+    if mode == PermissionMode.READ_ONLY:
         return SandboxPolicy(mode="read-only", network=network)
-    if mode == "full-auto" and requested == "off":
+    if mode == PermissionMode.FULL_AUTO and requested == "off":
         return SandboxPolicy(mode="off", network=True)
     return SandboxPolicy(mode="workspace-write", network=network)

@@ -1,7 +1,9 @@
 """Sessions saved as JSONL: a header line, then one JSON object per event, appended as it happens.
 
-The store is generic: events are plain dicts with a `type`. The agent layer decides what the
-types mean and how to rebuild a conversation from them.
+The store is generic: events are plain dicts with a `type`. It knows two of the agent's event
+types, to count a session's turns and to fsync at turn boundaries; which events the loop
+persists is written down in agent.events, and rebuilding a conversation from them is
+agent.session_resume.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.errors import AgentError
+from agent.events import TurnFinished, TurnStarted
+from agent.text_lines import one_line
 
 __all__ = [
     "LIST_HINT",
@@ -43,9 +47,9 @@ SUFFIX = ".jsonl"
 # Shown with every "no such session" error; the CLI owns the exact command.
 LIST_HINT = "list saved sessions with `localagent sessions`"
 # Event types that count as a person's message for summaries, and the fields holding its text.
-USER_EVENT_TYPES = frozenset({"turn_started", "user_message"})
+USER_EVENT_TYPES = frozenset({TurnStarted.type})
 # Turn boundaries: these events are fsync'd, everything else only flushed to the OS.
-SYNC_EVENT_TYPES = frozenset({"turn_started", "turn_finished"})
+SYNC_EVENT_TYPES = frozenset({TurnStarted.type, TurnFinished.type})
 _TEXT_FIELDS = ("text", "content")
 _VALID_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -332,7 +336,7 @@ class SessionStore:
             workspace=header.workspace,
             created=header.created,
             updated=updated,
-            first_user_message=_shorten(first) if first else None,
+            first_user_message=one_line(first, 80) if first else None,
             turns=len(user_texts),
             path=path,
         )
@@ -388,8 +392,3 @@ def _event_text(event: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"

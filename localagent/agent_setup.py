@@ -4,8 +4,6 @@ the tools, permissions, project instructions, the session file and checkpoints. 
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,42 +15,30 @@ from openai import AsyncOpenAI
 from agent.checkpoints import CheckpointStore
 from agent.events import Event
 from agent.instructions import load_instructions
-from agent.loop import Agent, AgentConfig, AgentTool
+from agent.loop import Agent, AgentConfig, AgentTool, Recover
 from agent.permissions import PermissionPolicy, PermissionRules
 from agent.prompt import system_prompt
-from agent.session_store import SessionStore
+from agent.sandbox_modes import sandbox_for
+from agent.session_resume import messages_from_events
+from agent.session_store import SessionStore, SessionWriter
+from localagent.agent_options import (
+    AgentOptions,  # also imported from here with build_agent
+)
 from localagent.context import AppContext
 from localagent.errors import UsageError
-from localagent.mcp_commands import open_mcp
+from server.http import server_root
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
 from server.profiles import DEFAULT_PROFILE
-from server.supervisor import ServerState, SupervisorStatus
+from server.supervisor import SupervisorStatus
 from tools.base import ToolContext
-from agent.sandbox_modes import sandbox_for
-from tools.sandbox import sandbox_available, sandbox_note
-from tools.mcp import AskApproval, McpManager
+from tools.mcp import McpManager
+from tools.mcp.setup import open_mcp
 from tools.registry import builtin_tools
+from tools.sandbox import SandboxPolicy, sandbox_available, sandbox_note
 
 # A long prompt on a slow GPU can take minutes before the first token: that is not a dead server.
 CLIENT_TIMEOUT = httpx2.Timeout(connect=10.0, read=1800.0, write=60.0, pool=30.0)
-
-
-@dataclass
-class AgentOptions:
-    profile: str | None = None
-    base_url: str | None = None
-    mode: str | None = None
-    max_steps: int | None = None
-    resume: str | None = None
-    headless: bool = False
-    port: int | str | None = None
-    extra_tools: list[AgentTool] = field(default_factory=list)
-    mcp_config: Path | None = None
-    trust_project_mcp: bool = False
-    # The TUI's way to ask about a repo's own .mcp.json servers; without it they are skipped.
-    approve_project_mcp: AskApproval | None = None
-    sandbox: str | None = None  # "off" only with full-auto; None keeps the mode's sandbox
 
 
 @dataclass
@@ -62,10 +48,12 @@ class AgentRuntime:
     session_id: str
     checkpoints: CheckpointStore
     base_url: str
-    _writer: Any = None
+    _writer: SessionWriter | None = None
     mcp: McpManager | None = None
     # One line each, for the person: MCP servers skipped or failed.
     notes: list[str] = field(default_factory=list)
+    # The key the agent's requests carry, for the front end's own calls to the server (telemetry).
+    api_key: str | None = None
 
     async def close(self) -> None:
         if self.mcp is not None:
@@ -83,7 +71,7 @@ async def connect_endpoint(
     """The OpenAI base URL to talk to, the managed server (if any) and n_ctx."""
     base_url = options.base_url or ctx.settings.server.base_url
     if base_url:
-        root = base_url.rstrip("/").removesuffix("/v1")
+        root = server_root(base_url)
         async with httpx2.AsyncClient() as client:
             health = await probe_health(root, client, ctx.settings.server.api_key)
         if health.state == "down":
@@ -96,24 +84,14 @@ async def connect_endpoint(
     return handle.api_base, handle, n_ctx or await fetch_n_ctx(handle.base_url, manager.api_key)
 
 
-def make_recover(handle: ServerHandle | None, timeout: float = 300.0):
+def make_recover(handle: ServerHandle | None, timeout: float = 300.0) -> Recover | None:
     """After a failed request: wait for the supervisor to have the server serving again."""
     if handle is None or handle.supervisor is None:
         return None
     supervisor = handle.supervisor
 
     async def recover() -> bool:
-        deadline = time.monotonic() + timeout
-        async with httpx2.AsyncClient() as client:
-            while time.monotonic() < deadline:
-                status = supervisor.status
-                if status.state == ServerState.FAILED:
-                    return False
-                if status.state == ServerState.READY and supervisor.process.running:
-                    if (await probe_health(supervisor.base_url, client, supervisor.api_key)).state == "ready":
-                        return True
-                await asyncio.sleep(0.2)
-        return False
+        return await supervisor.wait_ready(timeout)
 
     return recover
 
@@ -123,21 +101,9 @@ async def build_agent(
     options: AgentOptions,
     on_status: Callable[[SupervisorStatus], None] | None = None,
 ) -> AgentRuntime:
-    settings = ctx.settings.agent
-    mode = options.mode or (settings.headless_mode if options.headless else settings.mode)
-    rules = PermissionRules.from_config(settings.permissions.model_dump())
-    if options.sandbox == "off" and mode != "full-auto":
-        raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
-    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
-    policy = PermissionPolicy(mode, rules, bash_sandboxed=sandbox_available(sandbox))
-
+    policy, sandbox = permission_policy(ctx, options)
     store = session_store(ctx)
-    history = None
-    resumed: str | None = None
-    if options.resume:
-        header, events = store.open(options.resume, workspace=ctx.workspace)  # bad ids fail first
-        history = messages_from_events(events)
-        resumed = str(header["session_id"])
+    history, resumed = resumed_history(ctx, store, options.resume)  # bad ids fail first
 
     # The session file is made only once the model answers: a run that cannot connect leaves no
     # empty session behind to hide the last real one from `undo` and `--resume last`.
@@ -151,19 +117,73 @@ async def build_agent(
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
 
     scratch = ctx.paths.data / "tool-output" / session_id
-    tool_ctx = ToolContext(
+    tool_ctx = tool_context(ctx, scratch, sandbox)
+    mcp, notes = await open_mcp(
+        ctx.mcp_sources(),
+        options.mcp_config,
+        trust=options.trust_project_mcp,
+        ask=options.approve_project_mcp,
+        scratch_dir=scratch,
+    )
+    checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
+    tool_ctx.before_write = checkpoints.preserve_before_write
+    tools = [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])]
+    agent = assemble_agent(ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints)
+    note = sandbox_note(sandbox)
+    if note:
+        notes.append(note)
+    return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes, api_key=api_key)
+
+
+def permission_policy(ctx: AppContext, options: AgentOptions) -> tuple[PermissionPolicy, SandboxPolicy]:
+    """The permission policy and the bash sandbox of the mode asked for (or configured)."""
+    settings = ctx.settings.agent
+    mode = options.mode or (settings.headless_mode if options.headless else settings.mode)
+    rules = PermissionRules.from_config(settings.permissions.model_dump())
+    if options.sandbox == "off" and mode != "full-auto":
+        raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
+    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
+    policy = PermissionPolicy(mode, rules, bash_sandboxed=sandbox_available(sandbox), mode_hint=options.mode_hint)
+    return policy, sandbox
+
+
+def resumed_history(
+    ctx: AppContext, store: SessionStore, resume: str | None
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The conversation of the session to resume and its id; (None, None) for a new session."""
+    if not resume:
+        return None, None
+    header, events = store.open(resume, workspace=ctx.workspace)
+    return messages_from_events(events), str(header["session_id"])
+
+
+def tool_context(ctx: AppContext, scratch: Path, sandbox: SandboxPolicy) -> ToolContext:
+    settings = ctx.settings.agent
+    return ToolContext(
         workspace=ctx.workspace,
         scratch_dir=scratch,
         env_allow=set(settings.env_allow),
         bash_default_timeout=settings.bash_timeout,
         sandbox=sandbox,
     )
-    mcp, notes = await open_mcp(
-        ctx, options.mcp_config, trust=options.trust_project_mcp, ask=options.approve_project_mcp, scratch_dir=scratch
-    )
+
+
+def assemble_agent(
+    ctx: AppContext,
+    options: AgentOptions,
+    client: AsyncOpenAI,
+    tools: list[AgentTool],
+    tool_ctx: ToolContext,
+    policy: PermissionPolicy,
+    n_ctx: int | None,
+    handle: ServerHandle | None,
+    history: list[dict[str, Any]] | None,
+    writer: SessionWriter,
+    checkpoints: CheckpointStore,
+) -> Agent:
+    """The agent loop, recording every event to the session and checkpointing before each turn."""
+    settings = ctx.settings.agent
     instructions = load_instructions(ctx.workspace, max_bytes=settings.instructions_max_bytes)
-    checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
-    tool_ctx.before_write = checkpoints.preserve_before_write
 
     async def before_turn(turn: int) -> None:
         await checkpoints.create(f"before turn {turn}")
@@ -171,9 +191,9 @@ async def build_agent(
     def sink(event: Event) -> None:
         writer.append(event.to_dict())
 
-    agent = Agent(
+    return Agent(
         client,
-        [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])],
+        tools,
         tool_ctx,
         policy,
         system_prompt(ctx.workspace, instructions),
@@ -190,10 +210,6 @@ async def build_agent(
         sink=sink,
         before_turn=before_turn,
     )
-    note = sandbox_note(sandbox)
-    if note:
-        notes.append(note)
-    return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes)
 
 
 def request_sampling(ctx: AppContext, options: AgentOptions) -> dict[str, Any]:
@@ -210,42 +226,3 @@ def request_sampling(ctx: AppContext, options: AgentOptions) -> dict[str, Any]:
 
 def session_store(ctx: AppContext) -> SessionStore:
     return SessionStore(ctx.paths.sessions, user_event_types=frozenset({"turn_started"}))
-
-
-INTERRUPTED_RESULT = "Error: interrupted: the run ended before this call finished; its effects are unknown."
-
-
-def messages_from_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The conversation as it was: appended messages, with compactions applied in order, and
-    repaired where the run was killed mid-call (see ``repair_interrupted_calls``)."""
-    messages: list[dict[str, Any]] = []
-    for event in events:
-        if event.get("type") == "message":
-            messages.append(event["message"])
-        elif event.get("type") == "history_replaced":
-            messages = list(event["messages"])
-    return repair_interrupted_calls(messages)
-
-
-def repair_interrupted_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """After SIGKILL or a crash the history can end in (or hold) an assistant tool call with no
-    tool result; a server rejects or misreads that. Each such call gets an "interrupted" result
-    right after its assistant message, in call order."""
-    repaired: list[dict[str, Any]] = []
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        repaired.append(message)
-        index += 1
-        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
-        if not calls:
-            continue
-        answered: set[str] = set()
-        while index < len(messages) and messages[index].get("role") == "tool":
-            answered.add(str(messages[index].get("tool_call_id")))
-            repaired.append(messages[index])
-            index += 1
-        for call in calls:
-            if str(call.get("id")) not in answered:
-                repaired.append({"role": "tool", "tool_call_id": call.get("id"), "content": INTERRUPTED_RESULT})
-    return repaired

@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from localagent import config_commands, mcp_commands, run_command, server_commands
     from localagent.bench import command as bench_command
-    from tui.launch import add_tui_arguments
+    from localagent.tui_command import add_tui_arguments
 
     server_commands.register(commands)
     run_command.register(commands)
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None and args.command is None:
-        from tui.launch import cmd_tui
+        from localagent.tui_command import cmd_tui
 
         handler = cmd_tui
     if handler is None:

@@ -8,14 +8,24 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
+from agent.permissions import PermissionMode
 from localagent.errors import ConfigError
 from localagent.urls import url_problem
-from localagent.workspace_trust import content_digest, narrow_workspace_layer
+from localagent.workspace_trust import (
+    DEFAULT_MODES,
+    content_digest,
+    narrow_workspace_layer,
+)
 from server.profiles import deep_merge
 from tools.mcp.approvals import ApprovalStore
 
@@ -54,8 +64,9 @@ class PermissionSettings(BaseModel):
 class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "ask"
-    headless_mode: Literal["read-only", "ask", "auto-edit", "full-auto"] = "auto-edit"
+    # A mode's name ("ask"), as PermissionMode spells it; compares equal to that string.
+    mode: PermissionMode = DEFAULT_MODES["mode"]
+    headless_mode: PermissionMode = DEFAULT_MODES["headless_mode"]
     max_steps: int = Field(default=50, ge=1)
     # Cap on tokens per model reply; unset leaves it to the server (until the context is full).
     max_tokens: int | None = Field(default=None, ge=1)

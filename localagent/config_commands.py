@@ -11,8 +11,8 @@ import difflib
 import tomllib
 
 from localagent.approval_answer import add_answer_arguments, approval_answer
-from localagent.console import out
 from localagent.config import project_file
+from localagent.console import out
 from localagent.context import AppContext, approval_store
 from localagent.errors import UsageError
 from localagent.workspace_trust import content_digest, narrow_workspace_layer

@@ -11,6 +11,7 @@ from localagent.paths import AppPaths, app_paths
 from server.manager import ServerManager
 from server.profiles import Profile, load_profiles
 from tools.mcp.approvals import ApprovalStore
+from tools.mcp.setup import USER_FILE, McpSources
 
 # One store for every workspace file a user approves (.mcp.json servers, .localagent.toml).
 APPROVALS_FILE = "mcp-approvals.json"
@@ -58,4 +59,13 @@ class AppContext:
             port=port or server.port,
             startup_timeout=server.startup_timeout,
             api_key=server.api_key,
+        )
+
+    def mcp_sources(self) -> McpSources:
+        """Where this workspace's MCP servers are configured, approved and logged."""
+        return McpSources(
+            user_file=self.paths.config / USER_FILE,
+            workspace=self.workspace,
+            approvals=approval_store(self.paths),
+            logs_dir=self.paths.logs / "mcp",
         )

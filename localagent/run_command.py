@@ -11,15 +11,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from agent.headless import HeadlessRunner
-from localagent.agent_setup import AgentOptions, build_agent, session_store
+from localagent.agent_options import (
+    AgentOptions,
+    add_agent_arguments,
+    check_profile,
+    options_from_args,
+)
+from localagent.agent_setup import build_agent, session_store
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
-from localagent.urls import EXAMPLE, url_problem
-from localagent.mcp_commands import add_config_arguments, check_config_argument
-
-MODES = ["read-only", "ask", "auto-edit", "full-auto"]
+from localagent.headless import HeadlessRunner, mode_hint
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -32,11 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
     run.add_argument("--max-turns", type=int, help="most model steps before stopping (exit 3)")
     run.add_argument("--timeout", type=float, help="seconds before stopping (exit 3)")
-    run.add_argument("--mode", choices=MODES, help="permission mode (default: agent.headless_mode, auto-edit)")
-    add_endpoint_arguments(run)
-    add_sandbox_argument(run)
-    run.add_argument("--resume", metavar="ID|last", help="continue a saved session")
-    add_config_arguments(run)
+    add_agent_arguments(run, headless=True)
     run.set_defaults(handler=cmd_run)
 
     sessions = commands.add_parser("sessions", help="list saved sessions (this workspace, or --all)")
@@ -46,25 +44,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     undo = commands.add_parser("undo", help="restore the workspace to before the last agent turn")
     undo.add_argument("--session", default="last", help="session id (default: the last in this workspace)")
     undo.set_defaults(handler=cmd_undo)
-
-
-def add_sandbox_argument(parser: argparse.ArgumentParser, dest: str = "sandbox") -> None:
-    parser.add_argument(
-        "--sandbox", dest=dest, choices=["on", "off"],
-        help="bash runs under an OS sandbox (Landlock) in every mode; 'off' is allowed with --mode full-auto",
-    )
-
-
-def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--profile", help="server profile to start or attach to (default: server.profile)")
-    group.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a managed server")
-
-
-def check_base_url(url: str, flag: str = "--base-url") -> None:
-    problem = url_problem(url)
-    if problem is not None:
-        raise UsageError(f"{flag} {url!r} {problem}; {EXAMPLE}")
 
 
 def read_task(source: str) -> str:
@@ -86,29 +65,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     task = read_task(args.task)
     if args.max_turns is not None and args.max_turns < 1:
         raise UsageError("--max-turns must be at least 1")
-    if args.resume is not None and not args.resume.strip():
-        raise UsageError("--resume needs a session id or 'last'; see `localagent sessions`")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
-    if args.base_url is not None:
-        check_base_url(args.base_url)
-    check_config_argument(args.mcp_config)
+    options = options_from_args(args, headless=True, max_steps=args.max_turns)
+    options.mode_hint = mode_hint
     ctx = AppContext.load()
-    if args.profile:
-        from server.profiles import get_profile
-
-        get_profile(ctx.profiles, args.profile)  # an unknown profile fails before anything starts
-    options = AgentOptions(
-        profile=args.profile,
-        base_url=args.base_url,
-        mode=args.mode,
-        max_steps=args.max_turns,
-        resume=args.resume,
-        headless=True,
-        mcp_config=args.mcp_config,
-        trust_project_mcp=args.trust_project_mcp,
-        sandbox=args.sandbox,
-    )
+    check_profile(ctx, options.profile)  # an unknown profile fails before anything starts
     return asyncio.run(_run(ctx, options, task, args.output_format, args.timeout))
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import httpx2
 
+from server.http import auth_headers
 from server.manager import ServerManager
 from server.telemetry import MetricsSnapshot, RequestTimings, parse_metrics
 
@@ -86,7 +87,7 @@ async def run_check(manager: ServerManager, profile_name: str, max_tokens: int =
                     "temperature": 0.0,
                     "seed": 42,
                 },
-                headers={"Authorization": f"Bearer {manager.api_key}"} if manager.api_key else {},
+                headers=auth_headers(manager.api_key),
             )
             response.raise_for_status()
             report.timings = RequestTimings.from_json(response.json().get("timings"))

@@ -24,7 +24,13 @@ from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
 def register(commands: argparse._SubParsersAction) -> None:
     server = commands.add_parser("server", help="build, start, stop and inspect llama-server")
     sub = server.add_subparsers(dest="server_command", metavar="ACTION", required=True)
+    _register_binary(sub)
+    _register_lifecycle(sub)
+    _register_inspection(sub)
 
+
+def _register_binary(sub: argparse._SubParsersAction) -> None:
+    """build, which, cmd: the binary and the command line it gets."""
     build = sub.add_parser("build", help="build llama-server (server target only) and cache it")
     build.add_argument("--cuda", action="store_true", help="build with CUDA for this machine's GPU")
     build.add_argument("--cuda-arch", help="CUDA architecture, e.g. 89 (RTX 4090); default: from nvidia-smi")
@@ -50,6 +56,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--host")
     cmd.set_defaults(handler=cmd_cmd)
 
+
+def _register_lifecycle(sub: argparse._SubParsersAction) -> None:
+    """start, stop: a managed server in the background."""
     start = sub.add_parser("start", help="start a profile's server in the background and wait until ready")
     start.add_argument("profile", nargs="?")
     start.add_argument("--port", help="port number, or 'auto' for a free one (default: 8910)")
@@ -64,6 +73,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     stop.add_argument("--port", type=int)
     stop.set_defaults(handler=cmd_stop)
 
+
+def _register_inspection(sub: argparse._SubParsersAction) -> None:
+    """status, logs, check, profiles: what is running, what it says, and what it can do."""
     status = sub.add_parser("status", help="show managed servers")
     status.add_argument("--json", action="store_true")
     status.set_defaults(handler=cmd_status)

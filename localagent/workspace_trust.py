@@ -14,9 +14,12 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-# Strictest first: a workspace may move the mode left, never right.
-MODE_ORDER = ("read-only", "ask", "auto-edit", "full-auto")
-DEFAULT_MODES = {"mode": "ask", "headless_mode": "auto-edit"}
+from agent.permissions import MODE_NAMES, PermissionMode
+
+# Strictest first (the enum's order): a workspace may move the mode left, never right.
+MODE_ORDER = MODE_NAMES
+# The defaults of agent.mode and agent.headless_mode (the settings take them from here).
+DEFAULT_MODES = {"mode": PermissionMode.ASK, "headless_mode": PermissionMode.AUTO_EDIT}
 
 # Keys that only tune limits or narrow; everything not listed under a section widens.
 _NARROWING_AGENT_KEYS = frozenset(

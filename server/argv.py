@@ -94,6 +94,21 @@ def build_launch_plan(
     out.add("--host", host)
     out.add("--port", port)
     env = {"LLAMA_API_KEY": api_key} if api_key else {}
+    _add_resources(out, notes)
+    _add_serving(out)
+    _add_extra_args(out)
+
+    if _is_wildcard(host):
+        notes.append(
+            f"warning: listening on {host} exposes the server to your network; "
+            "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
+        )
+    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env)
+
+
+def _add_resources(out: _ArgvBuilder, notes: list[str]) -> None:
+    """Slots, GPU offload, batch and context sizes, threads and the KV cache."""
+    profile, caps = out.profile, out.caps
     if profile.parallel is not None:
         out.add("-np", profile.parallel)
     if profile.kv_unified is not None:
@@ -121,10 +136,15 @@ def build_launch_plan(
             continue
         if caps.cache_types and cache_type not in caps.cache_types:
             raise ProfileError(
-                f"profile {profile.name!r} asks for KV cache type {cache_type!r}, which {binary} does "
+                f"profile {profile.name!r} asks for KV cache type {cache_type!r}, which {out.binary} does "
                 f"not offer (it offers {', '.join(caps.cache_types)}); pick one of those"
             )
         out.add(flag, cache_type)
+
+
+def _add_serving(out: _ArgvBuilder) -> None:
+    """Attention and caches, the chat template, loading, logging and metrics, and sampling."""
+    profile = out.profile
     if profile.swa_full:
         out.add("--swa-full", needs="a full-size sliding-window cache (--swa-full)")
     if profile.flash_attn is not None:
@@ -152,14 +172,6 @@ def build_launch_plan(
     out.add("--top-k", sampling.top_k)
     out.add("--top-p", sampling.top_p)
     out.add("--min-p", sampling.min_p)
-    _add_extra_args(out)
-
-    if _is_wildcard(host):
-        notes.append(
-            f"warning: listening on {host} exposes the server to your network; "
-            "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
-        )
-    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env)
 
 
 def _add_speculative(out: _ArgvBuilder, models: ResolvedModels, notes: list[str]) -> None:

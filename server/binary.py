@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.errors import BinaryError
+from server.smoke import SmokeRecords
 
 BINARY_ENV = "LOCALAGENT_LLAMA_SERVER"
 
@@ -42,8 +43,6 @@ def find_binary(configured: Path | None, builds_dir: Path) -> FoundBinary:
 def newest_cached_build(builds_dir: Path) -> Path | None:
     """The newest cached build that passed its smoke test on this machine: a home directory shared
     with another machine may hold builds that would die here."""
-    from server.smoke import SmokeRecords
-
     records = SmokeRecords(builds_dir / ".smoke")
     candidates = [
         p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK) and records.passed(p)

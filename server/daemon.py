@@ -2,6 +2,7 @@
 
 It owns one llama-server, restarts it when it dies, keeps its registry record current, and on
 SIGTERM stops it and removes the record. llama-server dies with it (PDEATHSIG) if it is killed.
+The manager writes the SPEC file (``write_spec``) and starts it (``spawn``).
 """
 
 from __future__ import annotations
@@ -10,14 +11,55 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from server.argv import LaunchPlan
 from server.errors import StartError
-from server.manager import _status_fields, fetch_n_ctx
+from server.props import fetch_n_ctx
 from server.registry import Registry, ServerRecord
 from server.supervisor import RestartPolicy, ServerState, Supervisor, SupervisorStatus
+
+
+def write_spec(
+    path: Path,
+    plan: LaunchPlan,
+    record: ServerRecord,
+    *,
+    startup_timeout: float,
+    api_key: str | None,
+    policy: RestartPolicy,
+) -> None:
+    """Everything the daemon needs to run ``plan``, for ``spawn`` to hand over."""
+    spec = {
+        "plan": asdict(plan),
+        "record": record.model_dump(),
+        "records_dir": str(path.parent),
+        "startup_timeout": startup_timeout,
+        "api_key": api_key,
+        "policy": asdict(policy),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # It holds the API key: private to the user, whatever the umask.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(spec))
+
+
+def spawn(spec_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start the daemon for ``spec_path`` in its own session, its output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "server.daemon", str(spec_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # survives the terminal closing; `server stop` ends it
+            cwd=str(Path(__file__).resolve().parent.parent),
+        )
 
 
 async def run(spec_path: Path) -> int:
@@ -40,7 +82,7 @@ async def run(spec_path: Path) -> int:
 
     def publish(status: SupervisorStatus) -> None:
         nonlocal record
-        record = record.model_copy(update=_status_fields(status))
+        record = record.with_status(status)
         if status.state == ServerState.READY:
             # n_ctx is filled in below, after /props answers; keep the record "not ready" until then.
             return

@@ -33,3 +33,8 @@ class StartError(ServerError):
 
 class NotRunningError(ServerError):
     """No managed server is running where one was expected."""
+
+
+class BenchInputError(ProfileError):
+    """Bad input to the benchmark (a prompts file, a sweep grid, a profile to save into). A
+    ProfileError, so the CLI reports it as bad input (exit 2) like an invalid profile."""

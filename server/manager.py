@@ -8,11 +8,8 @@ and the TUI), so the server goes away with it.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,14 +17,17 @@ from pathlib import Path
 
 import httpx2
 
+from server import daemon
 from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
-from server.errors import NotRunningError, PortError, ProfileError, StartError
+from server.errors import NotRunningError, PortError, StartError
 from server.exposure import is_loopback, load_or_create_api_key
-from server.models import ModelDirs, gguf_architecture, resolve_models
-from server.process import pid_alive, probe_health
+from server.models import ModelDirs, check_draft_format, resolve_models
+from server.ports import free_port, local_base_url, port_is_free
+from server.process import probe_health, terminate
 from server.profiles import Profile, get_profile
+from server.props import fetch_n_ctx, served_model_path
 from server.registry import Registry, ServerRecord
 from server.supervisor import RestartPolicy, ServerState, Supervisor, SupervisorStatus
 
@@ -131,7 +131,7 @@ class ServerManager:
 
     async def existing_server(self, plan: LaunchPlan, models: ResolvedModels) -> ServerHandle | None:
         """A server already serving this model on the port is reused; anything else there is an error."""
-        base_url = f"http://{_connect_host(plan.host)}:{plan.port}"
+        base_url = local_base_url(plan.host, plan.port)
         async with httpx2.AsyncClient() as client:
             health = await probe_health(base_url, client, self.api_key)
             if health.state == "down":
@@ -182,18 +182,18 @@ class ServerManager:
         port: int | str | None = None,
         on_status: Callable[[SupervisorStatus], None] | None = None,
     ) -> ServerHandle:
-        profile, plan, models = self._plan_for_port(profile_name, port)
-        if existing := await self.existing_server(plan, models):
-            return existing
-        log_path = self.log_path(plan.port)
+        launch = await self._launch_or_attach(profile_name, port)
+        if isinstance(launch, ServerHandle):
+            return launch
+        profile, plan, log_path = launch.profile, launch.plan, launch.log_path
         supervisor = Supervisor(
             plan, log_path, startup_timeout=self.startup_timeout, policy=self.restart_policy, api_key=self.api_key
         )
-        record = self._new_record(profile, plan, models, log_path, owner_pid=os.getpid())
+        record = launch.record(owner_pid=os.getpid())
 
         def publish(status: SupervisorStatus) -> None:
             nonlocal record
-            record = record.model_copy(update=_status_fields(status))
+            record = record.with_status(status)
             self.registry.write(record)
             if on_status:
                 on_status(status)
@@ -221,63 +221,51 @@ class ServerManager:
         on_state: Callable[[str], None] | None = None,
     ) -> ServerHandle:
         """Start a detached supervisor process and return once its server is ready."""
-        profile, plan, models = self._plan_for_port(profile_name, port)
-        if existing := await self.existing_server(plan, models):
-            return existing
-        log_path = self.log_path(plan.port)
-        spec = {
-            "plan": {
-                "argv": plan.argv, "host": plan.host, "port": plan.port, "notes": plan.notes,
-                "model_bytes": plan.model_bytes, "env": plan.env,
-            },
-            "record": self._new_record(profile, plan, models, log_path, owner_pid=0).model_dump(),
-            "records_dir": str(self.dirs.records),
-            "startup_timeout": self.startup_timeout,
-            "api_key": self.api_key,
-            "policy": {
-                "max_restarts": self.restart_policy.max_restarts,
-                "window_s": self.restart_policy.window_s,
-                "first_backoff_s": self.restart_policy.first_backoff_s,
-                "max_backoff_s": self.restart_policy.max_backoff_s,
-            },
-        }
-        self.dirs.records.mkdir(parents=True, exist_ok=True)
-        spec_path = self.dirs.records / f".spec-{plan.port}.json"
-        # It holds the API key: private to the user, whatever the umask.
-        fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(json.dumps(spec))
-        self.registry.remove(plan.port)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
-            daemon = subprocess.Popen(
-                [sys.executable, "-m", "server.daemon", str(spec_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # survives the terminal closing; `server stop` ends it
-                cwd=_package_root(),
-            )
+        launch = await self._launch_or_attach(profile_name, port)
+        if isinstance(launch, ServerHandle):
+            return launch
+        spec_path = self.dirs.records / f".spec-{launch.plan.port}.json"
+        daemon.write_spec(
+            spec_path, launch.plan, launch.record(owner_pid=0),
+            startup_timeout=self.startup_timeout, api_key=self.api_key, policy=self.restart_policy,
+        )
+        self.registry.remove(launch.plan.port)
+        process = daemon.spawn(spec_path, launch.log_path)
+        return await self._wait_for_daemon(process, launch, on_state)
+
+    async def _wait_for_daemon(
+        self, process: subprocess.Popen[bytes], launch: _Launch, on_state: Callable[[str], None] | None
+    ) -> ServerHandle:
+        """Follow the daemon's record until its server is ready; its failure, exit or silence raises."""
+        port, log_path = launch.plan.port, launch.log_path
         last_state = ""
         deadline = time.monotonic() + self.startup_timeout + 15
         while True:
-            record = self.registry.read(plan.port)
+            record = self.registry.read(port)
             if record is not None and record.state != last_state:
                 last_state = record.state
                 if on_state:
                     on_state(record.state)
             if record is not None and record.state == ServerState.READY:
-                return ServerHandle(base_url=record.base_url, profile=profile.name, attached=False, record=record)
+                profile = launch.profile.name
+                return ServerHandle(base_url=record.base_url, profile=profile, attached=False, record=record)
             if record is not None and record.state == ServerState.FAILED:
                 raise StartError(record.message)
-            if daemon.poll() is not None:
-                record = self.registry.read(plan.port)
+            if process.poll() is not None:
+                record = self.registry.read(port)
                 message = record.message if record and record.message else f"see {log_path}"
                 raise StartError(f"the server supervisor exited: {message}")
             if time.monotonic() > deadline:
-                self._terminate(daemon.pid, None)
+                terminate(process.pid, None)
                 raise StartError(f"the server was not ready in time; see {log_path}")
             await asyncio.sleep(0.2)
+
+    async def _launch_or_attach(self, profile_name: str, port: int | str | None) -> _Launch | ServerHandle:
+        """What to start for ``profile_name``, or the server already serving it on that port."""
+        profile, plan, models = self._plan_for_port(profile_name, port)
+        if existing := await self.existing_server(plan, models):
+            return existing
+        return _Launch(profile, plan, models, self.log_path(plan.port), api_key=self.api_key)
 
     def _plan_for_port(self, profile_name: str, port: int | str | None) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
@@ -301,20 +289,6 @@ class ServerManager:
                 f"{note}; requests need the API key in {key_file} (pass --no-api-key to serve without one)"
             )
 
-    def _new_record(
-        self, profile: Profile, plan: LaunchPlan, models: ResolvedModels, log_path: Path, owner_pid: int
-    ) -> ServerRecord:
-        return ServerRecord(
-            port=plan.port,
-            host=plan.host,
-            profile=profile.name,
-            model=str(models.model),
-            owner_pid=owner_pid,
-            log_path=str(log_path),
-            argv=plan.argv,
-            api_key=self.api_key,
-        )
-
     def log_path(self, port: int) -> Path:
         return self.dirs.logs / f"llama-server-{port}.log"
 
@@ -328,115 +302,29 @@ class ServerManager:
             if not records:
                 raise NotRunningError(f"no managed server on port {port}; see `localagent server status`")
         for record in records:
-            self._terminate(record.owner_pid, record.server_pid, timeout)
+            terminate(record.owner_pid, record.server_pid, timeout)
             self.registry.remove(record.port)
         return records
 
-    @staticmethod
-    def _terminate(owner_pid: int, server_pid: int | None, timeout: float = 20.0) -> None:
-        import signal
 
-        if owner_pid == os.getpid():
-            raise NotRunningError("that server belongs to this process; close it from here")
-        # A record can outlive its processes and pids get reused: only signal processes that
-        # are still ours.
-        owner = owner_pid if _is_ours(owner_pid, ("localagent", "server.daemon")) else None
-        server = server_pid if server_pid and _is_ours(server_pid, ("llama-server",)) else None
-        if owner is not None:
-            try:
-                os.kill(owner, signal.SIGTERM)
-            except ProcessLookupError:
-                owner = None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(p is not None and pid_alive(p) for p in (owner, server)):
-            time.sleep(0.1)
-        for pid in (server, owner):
-            if pid is not None and pid_alive(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+@dataclass(frozen=True)
+class _Launch:
+    """A server about to be started: its plan, and the record that will describe it."""
 
+    profile: Profile
+    plan: LaunchPlan
+    models: ResolvedModels
+    log_path: Path
+    api_key: str | None
 
-def _is_ours(pid: int, markers: tuple[str, ...]) -> bool:
-    if not pid_alive(pid):
-        return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return True  # no /proc: trust the record
-    return any(marker in cmdline for marker in markers)
-
-
-def check_draft_format(profile: Profile, caps: Capabilities, models: ResolvedModels) -> None:
-    """Old BeeLlama drafts (architecture dflash-draft) do not load in upstream draft-dflash and
-    the reverse; say so before a 20 GB model is loaded only to fail."""
-    if profile.speculative.type != "dflash" or models.draft is None or not models.draft.is_file():
-        return
-    arch = gguf_architecture(models.draft)
-    wanted = {"draft-dflash": "dflash", "dflash": "dflash-draft"}.get(caps.dflash_spec_type or "")
-    if arch is None or wanted is None or arch == wanted:
-        return
-    raise ProfileError(
-        f"the draft {models.draft.name} is a {arch!r} model, but this binary's --spec-type "
-        f"{caps.dflash_spec_type} loads {wanted!r} drafts; use a draft in that format "
-        "(old BeeLlama drafts need BeeLlama's conversion script for upstream)"
-    )
-
-
-async def served_model_path(base_url: str, client: httpx2.AsyncClient, api_key: str | None) -> str | None:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = await client.get(f"{base_url}/props", headers=headers, timeout=5.0)
-        if response.status_code == 200:
-            return response.json().get("model_path")
-    except (httpx2.HTTPError, ValueError):
-        return None
-    return None
-
-
-async def fetch_n_ctx(base_url: str, api_key: str | None = None) -> int | None:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        async with httpx2.AsyncClient() as client:
-            response = await client.get(f"{base_url}/props", headers=headers, timeout=5.0)
-            return int(response.json()["default_generation_settings"]["n_ctx"])
-    except (httpx2.HTTPError, ValueError, KeyError, TypeError):
-        return None
-
-
-def port_is_free(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _connect_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-
-
-def _status_fields(status: SupervisorStatus) -> dict[str, object]:
-    return {
-        "state": str(status.state),
-        "server_pid": status.pid,
-        "restarts": status.restarts,
-        "started_at": status.started_at,
-        "process_started_at": status.process_started_at,
-        "message": status.message,
-    }
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent)
+    def record(self, owner_pid: int) -> ServerRecord:
+        return ServerRecord(
+            port=self.plan.port,
+            host=self.plan.host,
+            profile=self.profile.name,
+            model=str(self.models.model),
+            owner_pid=owner_pid,
+            log_path=str(self.log_path),
+            argv=self.plan.argv,
+            api_key=self.api_key,
+        )

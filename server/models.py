@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.argv import ResolvedModels
-from server.errors import ModelError
+from server.capabilities import Capabilities
+from server.errors import ModelError, ProfileError
 from server.profiles import ModelSource, Profile
 
 TINY_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
@@ -105,3 +106,19 @@ def gguf_architecture(path: Path) -> str | None:
         return None if field is None else str(field.contents())
     except Exception:
         return None
+
+
+def check_draft_format(profile: Profile, caps: Capabilities, models: ResolvedModels) -> None:
+    """Old BeeLlama drafts (architecture dflash-draft) do not load in upstream draft-dflash and
+    the reverse; say so before a 20 GB model is loaded only to fail."""
+    if profile.speculative.type != "dflash" or models.draft is None or not models.draft.is_file():
+        return
+    arch = gguf_architecture(models.draft)
+    wanted = {"draft-dflash": "dflash", "dflash": "dflash-draft"}.get(caps.dflash_spec_type or "")
+    if arch is None or wanted is None or arch == wanted:
+        return
+    raise ProfileError(
+        f"the draft {models.draft.name} is a {arch!r} model, but this binary's --spec-type "
+        f"{caps.dflash_spec_type} loads {wanted!r} drafts; use a draft in that format "
+        "(old BeeLlama drafts need BeeLlama's conversion script for upstream)"
+    )

@@ -7,7 +7,6 @@ import ctypes
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +14,10 @@ from pathlib import Path
 import httpx2
 
 from server.argv import LaunchPlan
-from server.errors import StartError
+from server.errors import NotRunningError, StartError
 from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
+from server.http import auth_headers, tail_lines
+from server.ports import local_base_url
 
 _PR_SET_PDEATHSIG = 1
 
@@ -38,9 +39,8 @@ class Health:
 
 
 async def probe_health(base_url: str, client: httpx2.AsyncClient, api_key: str | None = None) -> Health:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = await client.get(f"{base_url}/health", headers=headers, timeout=5.0)
+        response = await client.get(f"{base_url}/health", headers=auth_headers(api_key), timeout=5.0)
     except httpx2.TransportError:
         return Health("down")
     if response.status_code == 503:
@@ -54,14 +54,6 @@ async def probe_health(base_url: str, client: httpx2.AsyncClient, api_key: str |
     return Health("foreign", f"HTTP {response.status_code} from /health")
 
 
-def tail_lines(path: Path, count: int = 15) -> list[str]:
-    try:
-        with path.open("r", errors="replace") as handle:
-            return [line.rstrip("\n") for line in deque(handle, maxlen=count)]
-    except OSError:
-        return []
-
-
 class ServerProcess:
     def __init__(self, plan: LaunchPlan, log_path: Path, api_key: str | None = None) -> None:
         self.plan = plan
@@ -72,8 +64,7 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
-        host = "127.0.0.1" if self.plan.host in ("0.0.0.0", "::", "") else self.plan.host
-        return f"http://{host}:{self.plan.port}"
+        return local_base_url(self.plan.host, self.plan.port)
 
     @property
     def pid(self) -> int | None:
@@ -179,3 +170,38 @@ def pid_alive(pid: int) -> bool:
             return handle.read().split(") ", 1)[1][:1] != "Z"
     except OSError:
         return True
+
+
+def terminate(owner_pid: int, server_pid: int | None, timeout: float = 20.0) -> None:
+    """Stop a recorded server from outside: SIGTERM its supervising process, wait up to ``timeout``
+    seconds for both to end, then SIGKILL what is left."""
+    if owner_pid == os.getpid():
+        raise NotRunningError("that server belongs to this process; close it from here")
+    # A record can outlive its processes and pids get reused: only signal processes that
+    # are still ours.
+    owner = owner_pid if _is_ours(owner_pid, ("localagent", "server.daemon")) else None
+    server = server_pid if server_pid and _is_ours(server_pid, ("llama-server",)) else None
+    if owner is not None:
+        try:
+            os.kill(owner, signal.SIGTERM)
+        except ProcessLookupError:
+            owner = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(p is not None and pid_alive(p) for p in (owner, server)):
+        time.sleep(0.1)
+    for pid in (server, owner):
+        if pid is not None and pid_alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _is_ours(pid: int, markers: tuple[str, ...]) -> bool:
+    if not pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc: trust the record
+    return any(marker in cmdline for marker in markers)

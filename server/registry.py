@@ -7,10 +7,15 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
+from server.ports import local_base_url
 from server.process import pid_alive
+
+if TYPE_CHECKING:
+    from server.supervisor import SupervisorStatus
 
 
 class ServerRecord(BaseModel):
@@ -32,8 +37,20 @@ class ServerRecord(BaseModel):
 
     @property
     def base_url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"http://{host}:{self.port}"
+        return local_base_url(self.host, self.port)
+
+    def with_status(self, status: SupervisorStatus) -> ServerRecord:
+        """This record with the supervisor's latest news."""
+        return self.model_copy(
+            update={
+                "state": str(status.state),
+                "server_pid": status.pid,
+                "restarts": status.restarts,
+                "started_at": status.started_at,
+                "process_started_at": status.process_started_at,
+                "message": status.message,
+            }
+        )
 
     def public_dict(self) -> dict[str, object]:
         """The record without secrets: the api key is redacted from argv too."""

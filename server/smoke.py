@@ -32,6 +32,7 @@ from server.capabilities import Capabilities, read_capabilities
 from server.cpu import machine_id
 from server.errors import ServerError, StartError
 from server.models import ModelDirs, resolve_models
+from server.ports import free_port
 from server.process import ServerProcess
 from server.profiles import BUILTIN_PROFILES, Profile, Speculative
 
@@ -93,8 +94,6 @@ def smoke_profiles(caps: Capabilities) -> list[Profile]:
 async def _run_case(
     profile: Profile, caps: Capabilities, binary: Path, dirs: ModelDirs, log_path: Path, timeout: float
 ) -> SmokeCheck:
-    from server.manager import free_port  # the manager imports this module's callers
-
     started = time.monotonic()
     try:
         models = resolve_models(profile, dirs)

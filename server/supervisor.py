@@ -10,9 +10,12 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+import httpx2
+
 from server.argv import LaunchPlan
 from server.errors import StartError
-from server.process import ServerProcess, tail_lines
+from server.http import tail_lines
+from server.process import ServerProcess, probe_health
 
 
 class ServerState(StrEnum):
@@ -66,7 +69,6 @@ class Supervisor:
         self._restart_times: deque[float] = deque()
         self._watch_task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._ready_event = asyncio.Event()
 
     @property
     def base_url(self) -> str:
@@ -78,10 +80,6 @@ class Supervisor:
 
     def _set(self, **changes: object) -> None:
         self.status = replace(self.status, **changes)  # type: ignore[arg-type]
-        if self.status.state == ServerState.READY:
-            self._ready_event.set()
-        else:
-            self._ready_event.clear()
         for listener in list(self._listeners):
             listener(self.status)
 
@@ -93,14 +91,21 @@ class Supervisor:
         self._watch_task = asyncio.create_task(self._watch(), name="llama-server-watch")
 
     async def wait_ready(self, timeout: float) -> bool:
-        """Wait for the server to be serving again (after a restart); False when it is not."""
-        if self.status.state == ServerState.FAILED:
-            return False
-        try:
-            await asyncio.wait_for(self._ready_event.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        """Wait until the server serves (again, after a restart): READY, its process running and
+        /health ok. False once the supervisor has given up (FAILED) or after ``timeout`` seconds.
+
+        A request that just failed may have seen the crash before the supervisor did: its state
+        can still say READY for a moment, so the process and /health are checked too."""
+        deadline = time.monotonic() + timeout
+        async with httpx2.AsyncClient() as client:
+            while time.monotonic() < deadline:
+                if self.status.state == ServerState.FAILED:
+                    return False
+                if self.status.state == ServerState.READY and self.process.running:
+                    if (await probe_health(self.base_url, client, self.api_key)).state == "ready":
+                        return True
+                await asyncio.sleep(0.2)
+        return False
 
     async def stop(self) -> None:
         self._stopping = True

@@ -9,6 +9,7 @@ Missing draft fields mean "nothing was drafted", never "0 % accepted": every acc
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,8 @@ from typing import Any
 
 import httpx2
 from prometheus_client.parser import text_string_to_metric_families
+
+from server.http import auth_headers
 
 _PREFIX = "llamacpp:"
 
@@ -69,15 +72,6 @@ class RequestTimings:
     def acceptance(self) -> float | None:
         return _ratio(self.draft_n_accepted, self.draft_n)
 
-    @property
-    def context_used(self) -> int:
-        return self.cache_n + self.prompt_n + self.predicted_n
-
-    @property
-    def cache_reuse(self) -> float | None:
-        """Share of the prompt served from the server's KV cache."""
-        return _ratio(self.cache_n, self.cache_n + self.prompt_n)
-
 
 @dataclass(frozen=True)
 class MetricsSnapshot:
@@ -95,10 +89,6 @@ class MetricsSnapshot:
     predicted_tokens_seconds: float | None = None  # gauge: average since the previous scrape
     prompt_tokens_seconds: float | None = None
     requests_processing: float | None = None
-
-    @property
-    def has_speculation_metrics(self) -> bool:
-        return self.draft_tokens_total is not None
 
     @property
     def drafted(self) -> bool:
@@ -120,20 +110,6 @@ class MetricsSnapshot:
         if not self.drafts_total:
             return ()
         return tuple(count / self.drafts_total for count in self.accepted_per_position)
-
-    @property
-    def generation_tps(self) -> float | None:
-        return _ratio(self.tokens_predicted_total, self.tokens_predicted_seconds_total)
-
-    @property
-    def prompt_tps(self) -> float | None:
-        return _ratio(self.prompt_tokens_total, self.prompt_seconds_total)
-
-    @property
-    def prompt_cache_reuse(self) -> float | None:
-        if self.prompt_tokens_cached_total is None:
-            return None
-        return _ratio(self.prompt_tokens_cached_total, self.prompt_tokens_cached_total + self.prompt_tokens_total)
 
     def since(self, earlier: MetricsSnapshot) -> MetricsSnapshot:
         """Counter differences: what happened between two scrapes (e.g. one benchmark run)."""
@@ -223,29 +199,23 @@ class ServerInfo:
 
 @dataclass(frozen=True)
 class ServerStats:
-    """Everything the UI and the benchmark show about a server, at one moment."""
+    """Everything the TUI shows about a server, at one moment."""
 
     at: float = field(default_factory=time.time)
     reachable: bool = True
     info: ServerInfo = ServerInfo()
     metrics: MetricsSnapshot | None = None
-    last_request: RequestTimings | None = None
 
     @property
     def speculative(self) -> bool:
         """Whether this server drafts at all (so 'no acceptance yet' is not shown as 0 %)."""
         if self.info.speculative is not None:
             return self.info.speculative
-        if self.last_request is not None and self.last_request.draft_n is not None:
-            return True
         return bool(self.metrics and self.metrics.drafted)
 
     @property
     def n_ctx(self) -> int | None:
         return self.info.n_ctx
-
-    def with_request(self, timings: RequestTimings) -> ServerStats:
-        return replace(self, last_request=timings, at=time.time())
 
 
 class TelemetryPoller:
@@ -272,13 +242,10 @@ class TelemetryPoller:
     def subscribe(self, listener: Callable[[ServerStats], None]) -> None:
         self._listeners.append(listener)
 
-    def record_request(self, timings: RequestTimings) -> None:
-        self._publish(self.stats.with_request(timings))
-
     async def poll_once(self, client: httpx2.AsyncClient | None = None) -> ServerStats:
         owned = client is None
         client = client or httpx2.AsyncClient(timeout=5.0)
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = auth_headers(self.api_key)
         try:
             metrics_text, props, slots = await asyncio.gather(
                 _get_text(client, f"{self.base_url}/metrics", headers),
@@ -334,8 +301,6 @@ async def _get_json(client: httpx2.AsyncClient, url: str, headers: dict[str, str
     text = await _get_text(client, url, headers)
     if text is None:
         return None
-    import json
-
     try:
         return json.loads(text)
     except ValueError:

@@ -15,13 +15,14 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from localagent.bench import sweep
-from localagent.bench.client import _Mark, normalize_base_url, observed_rates
-from localagent.bench.configfile import save_profile_settings
-from localagent.bench.prompts import DEFAULT_PROMPTS, load_prompts
-from localagent.bench.results import RequestResult, TargetResult
-from localagent.bench.summary import OVERALL, fmt_pct, summarize
-from localagent.errors import UsageError
+from localagent.bench.formatting import fmt_pct
+from server.bench import sweep
+from server.bench.client import _Mark, normalize_base_url, observed_rates
+from server.bench.configfile import save_profile_settings
+from server.bench.prompts import DEFAULT_PROMPTS, load_prompts
+from server.bench.results import RequestResult, TargetResult
+from server.bench.summary import OVERALL, summarize
+from server.errors import BenchInputError
 from server.profiles import BUILTIN_PROFILES, load_profiles
 from server.telemetry import RequestTimings, parse_metrics
 from tests.scripted_model import ScriptedModelServer, ScriptedTurn
@@ -94,7 +95,7 @@ def test_prompts_file_as_text_and_as_json(tmp_path: Path) -> None:
 def test_bad_prompts_files_are_one_line_usage_errors(tmp_path: Path, name: str, content: str, message: str) -> None:
     path = tmp_path / name
     path.write_text(content)
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(BenchInputError, match=message):
         load_prompts(path)
 
 
@@ -165,9 +166,9 @@ def test_sweep_grids_and_variants() -> None:
     assert grid == [{"ngram_n_min": 8, "ngram_n_max": 32}, {"ngram_n_min": 64, "ngram_n_max": 32}]
     assert len(sweep.build_variants(tiny, grid)[0]) == 2
     assert len(sweep.default_grid("dflash")) == 6
-    with pytest.raises(UsageError, match="keys are"):
+    with pytest.raises(BenchInputError, match="keys are"):
         sweep.parse_grid(["p_min=0.5"], "ngram-mod")
-    with pytest.raises(UsageError, match="no speculative decoding"):
+    with pytest.raises(BenchInputError, match="no speculative decoding"):
         sweep.check_sweepable(BUILTIN_PROFILES["tiny-baseline"])
 
 
@@ -197,7 +198,7 @@ def test_save_into_a_new_file_extends_the_builtin_profile(tmp_path: Path) -> Non
     save_profile_settings(config, "tiny-dflash", "speculative", {"n_max": 8, "p_min": 0.5})
     data = tomllib.loads(config.read_text())
     assert data == {"profiles": {"tiny-dflash": {"extends": "tiny-dflash", "speculative": {"n_max": 8, "p_min": 0.5}}}}
-    with pytest.raises(UsageError, match="not defined"):
+    with pytest.raises(BenchInputError, match="not defined"):
         save_profile_settings(config, "nowhere", "speculative", {"n_max": 8})
 
 
@@ -216,7 +217,7 @@ def test_save_refuses_values_that_would_break_the_config(tmp_path: Path) -> None
     config = tmp_path / "config.toml"
     original = '[profiles.tiny]\nextends = "tiny"\n'
     config.write_text(original)
-    with pytest.raises(UsageError, match="not saved"):
+    with pytest.raises(BenchInputError, match="not saved"):
         save_profile_settings(config, "tiny", "speculative", {"n_max": 0})
     assert config.read_text() == original
 

@@ -24,8 +24,12 @@ MCP = ("mcp__git__commit", False, "mcp__git__commit")
 MCP_READ = ("mcp__git__status", True, "mcp__git__status")
 
 
+def cli_mode_hint(mode: str) -> str:
+    return f"--mode {mode}"
+
+
 def policy(mode: str = "ask", **rules: list[str]) -> PermissionPolicy:
-    return PermissionPolicy(mode, PermissionRules.from_config(rules))
+    return PermissionPolicy(mode, PermissionRules.from_config(rules), mode_hint=cli_mode_hint)
 
 
 def action(p: PermissionPolicy, call: tuple[str, bool, str]) -> str:

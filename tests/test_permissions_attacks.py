@@ -14,20 +14,24 @@ from hypothesis import strategies as st
 from agent.permissions import (
     PermissionPolicy,
     PermissionRules,
-    _glob_pattern,
-    _path_pattern,
-    _star_pattern,
     resolve_without_person,
     rule_for_call,
 )
 from agent.shell_commands import analyse
+from agent.wildcards import glob_pattern as _glob_pattern
+from agent.wildcards import path_pattern as _path_pattern
+from agent.wildcards import star_pattern as _star_pattern
 from tools.glob_patterns import compile_glob, glob_to_regex_source
 
 RM = "bash(rm -rf*)"
 
 
+def cli_mode_hint(mode: str) -> str:
+    return f"--mode {mode}"
+
+
 def policy(mode: str = "ask", *, sandboxed: bool = False, **rules: list[str]) -> PermissionPolicy:
-    return PermissionPolicy(mode, PermissionRules.from_config(rules), bash_sandboxed=sandboxed)
+    return PermissionPolicy(mode, PermissionRules.from_config(rules), bash_sandboxed=sandboxed, mode_hint=cli_mode_hint)
 
 
 def bash(p: PermissionPolicy, command: str) -> str:
@@ -803,3 +807,12 @@ def test_real_git_separate_git_dir(tmp_path: Path) -> None:
     assert file_call(p, "create", "gitstore/config", workspace) == "deny"
     assert file_call(p, "create", "gitstore/hooks/pre-commit", workspace) == "deny"
     assert file_call(p, "create", "README.md", workspace) == "allow"
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto-edit", "full-auto"])
+def test_a_command_with_a_lone_surrogate_is_a_doubt_not_a_crash(mode: str) -> None:
+    # JSON from the model can carry "\ud800"; tree-sitter would be handed half a character.
+    command = "echo \ud800 && rm -rf ~"
+    p = policy(mode, allow=["bash(echo*)"], deny=["bash(rm*)"])
+    assert bash(p, command) in ("ask", "deny")
+    assert not analyse(command).readable

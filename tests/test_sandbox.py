@@ -22,6 +22,7 @@ from tools import BashTool, ToolContext
 from tools import sandbox
 from tools.safe_env import filtered_environment, looks_secret
 from tools.sandbox import LandlockSupport, SandboxPolicy, confine, landlock_abi, sandbox_available, sandbox_note
+from tools.sandbox import seccomp
 
 REPO = Path(__file__).resolve().parents[1]
 ABI = landlock_abi()
@@ -250,9 +251,9 @@ async def test_mptcp_and_io_uring_work_with_network_on(tmp_path: Path, listening
     assert meta["network_blocked"] is False
 
 
-@pytest.mark.parametrize("machine", sorted(sandbox._NETWORK_RULES))
+@pytest.mark.parametrize("machine", sorted(seccomp._NETWORK_RULES))
 def test_network_filter_assembles_for_every_known_machine(machine: str) -> None:
-    insns = sandbox._assemble(sandbox._filter_source(sandbox._NETWORK_RULES[machine]))
+    insns = seccomp._assemble(seccomp._filter_source(seccomp._NETWORK_RULES[machine]))
     assert insns[0] == (0x20, 0, 0, 4)  # the arch is checked before any system call number
     for at, (code, jt, jf, _k) in enumerate(insns):
         assert 0 <= jt <= 255 and 0 <= jf <= 255

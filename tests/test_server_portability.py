@@ -115,7 +115,7 @@ def _fake_binary(directory: Path, mode: str, name: str = "llama-server") -> Path
 
 
 def _plan(binary: Path, port: int, model_bytes: int | None = None) -> LaunchPlan:
-    from server.manager import free_port
+    from server.ports import free_port
 
     port = port or free_port()
     return LaunchPlan(

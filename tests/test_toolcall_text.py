@@ -6,9 +6,7 @@ from agent.toolcall_text import (
     TextToolCall,
     format_error_feedback,
     parse_text_tool_calls,
-    validate_arguments,
 )
-
 KNOWN = {"view", "edit", "bash", "mcp__git__status"}
 
 
@@ -226,41 +224,6 @@ def test_text_without_calls_is_untouched_when_nothing_found() -> None:
 
 
 # --- validation and feedback -------------------------------------------------------
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string"},
-        "limit": {"type": "integer", "minimum": 1},
-        "mode": {"enum": ["r", "w"]},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
-
-
-def test_validate_arguments_messages() -> None:
-    assert validate_arguments({"path": "a", "limit": 2}, SCHEMA) is None
-    assert validate_arguments({}, {}) is None
-    missing = validate_arguments({"limit": 2}, SCHEMA)
-    assert missing is not None and "missing required argument 'path'" in missing
-    wrong = validate_arguments({"path": 5}, SCHEMA)
-    assert wrong is not None and "'path'" in wrong and "string" in wrong and "integer" in wrong
-    extra = validate_arguments({"path": "a", "bogus": 1}, SCHEMA)
-    assert extra is not None and "unexpected argument 'bogus'" in extra
-    enum = validate_arguments({"path": "a", "mode": "x"}, SCHEMA)
-    assert enum is not None and '"r", "w"' in enum
-    low = validate_arguments({"path": "a", "limit": 0}, SCHEMA)
-    assert low is not None and "'limit'" in low and "minimum" in low
-    for msg in (missing, wrong, extra, enum, low):
-        assert "\n" not in msg
-
-
-def test_validate_arguments_long_values_stay_short_and_broken_schema_is_ignored() -> None:
-    msg = validate_arguments({"path": "a", "mode": "x" * 10_000}, SCHEMA)
-    assert msg is not None and len(msg) < 400
-    assert validate_arguments({"a": 1}, {"type": "no-such-type"}) is None
-
 
 def test_format_error_feedback_restates_format() -> None:
     text = format_error_feedback("unknown tool 'rm_rf'", ["view", "bash"])

@@ -14,10 +14,10 @@ from localagent.context import AppContext
 from localagent.errors import UsageError
 from server.supervisor import ServerState, SupervisorStatus
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
 from tui.screens.approval import ApprovalScreen
 from tui.screens.loading import LoadingScreen
-from tui.synthetic import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.diff_view import DiffView
 from tui.widgets.notice_line import NoticeLine

@@ -23,9 +23,9 @@ from agent.events import (
     TurnStarted,
 )
 from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
+from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
 from tui.screens.approval import ApprovalScreen
-from tui.synthetic import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.widgets.assistant_message import AssistantMessage
 
 SIZE = (120, 40)

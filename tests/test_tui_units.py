@@ -10,10 +10,10 @@ import pytest
 
 from agent.events import Metrics
 from localagent.cli import build_parser
+from localagent.tui_command import agent_options
 from server.supervisor import ServerState, SupervisorStatus
 from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
 from tui import commands, formatting
-from tui.launch import agent_options
 from tui.metrics_model import LiveMetrics
 from tui.widgets.assistant_message import fences_balanced, segment_cuts
 

@@ -11,7 +11,7 @@ from tools.glob_tool import GlobTool
 from tools.grep_tool import GrepTool
 from tools.insert_tool import InsertTool
 from tools.registry import builtin_tools, openai_tool_specs, tools_by_name
-from tools.schema_validation import validate_args
+from tools.schema_validation import validate_args, validate_arguments
 from tools.view_tool import ViewTool
 from tools.workspace_paths import resolve_in_workspace
 
@@ -32,4 +32,5 @@ __all__ = [
     "resolve_in_workspace",
     "tools_by_name",
     "validate_args",
+    "validate_arguments",
 ]

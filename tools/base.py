@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from tools.sandbox import SandboxPolicy
-from tools.schema_validation import validate_args
+from tools.schema_validation import validate_arguments
 
 DEFAULT_BASH_TIMEOUT_SECONDS = 120.0
 MAX_BASH_TIMEOUT_SECONDS = 600.0
@@ -95,7 +95,7 @@ class Tool(ABC):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Validate and execute; bad input becomes an error result, never an exception."""
-        problem = validate_args(self, args) or hostile_value_problem(args)
+        problem = self.argument_problem(args)
         if problem is not None:
             return ToolResult.error(problem)
         try:
@@ -108,6 +108,19 @@ class Tool(ABC):
             return ToolResult.error(f"{self.name} failed: {reason}{where}")
         except Exception as exc:  # noqa: BLE001 - model input must never crash the loop
             return ToolResult.error(f"{self.name} failed on this input: {type(exc).__name__}: {exc}")
+
+    def argument_problem(self, args: Any) -> str | None:
+        """Why `args` cannot be run as they are (schema or hostile values), or None."""
+        return validate_arguments(self.name, self.parameters, args) or hostile_value_problem(args)
+
+    def preview(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """What the call would change, for an approval prompt: a unified diff, or None.
+
+        None when the tool changes no file, when the call changes nothing, and when `run`
+        would refuse the call. Computed by the tool's own logic, reading but never writing;
+        must not raise.
+        """
+        return None
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from tools.base import Tool, ToolContext, ToolError, ToolResult
-from tools.file_changes import change_result, require_viewed
+from tools.base import ToolContext, ToolError, ToolResult
+from tools.file_changes import FileChange, FileChangeTool, require_viewed
+from tools.path_tool import path_property, resolve_path
 from tools.text_files import TextFile, split_lines
-from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
 
 
-class CreateTool(Tool):
+class CreateTool(FileChangeTool):
     name = "create"
     description = (
         "Create a file with the given content (parent directories are created). An existing "
@@ -21,10 +20,7 @@ class CreateTool(Tool):
     parameters = {
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "description": "File to write, relative to the workspace (or absolute inside it).",
-            },
+            "path": path_property("File to write"),
             "content": {"type": "string", "description": "The complete new content of the file."},
         },
         "required": ["path", "content"],
@@ -32,13 +28,8 @@ class CreateTool(Tool):
     }
     reads_only = False
 
-    def describe_call(self, args: dict[str, Any], workspace: Path | None = None) -> str:
-        return describe_path_arg(args.get("path"), workspace) if isinstance(args, dict) else ""
-
-    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        path = resolve_in_workspace(args["path"], ctx.workspace)
-        shown = display_path(path, ctx.workspace)
-        content: str = args["content"]
+    def plan(self, args: dict[str, Any], ctx: ToolContext) -> FileChange:
+        path, shown = resolve_path(args["path"], ctx)
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give a file path to create")
         existed = path.exists()
@@ -46,18 +37,16 @@ class CreateTool(Tool):
         if existed:
             require_viewed(ctx, path, shown, "create (or use edit for a targeted change)")
             old_text = TextFile.load(path, shown).text
-        ctx.preserve(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode("utf-8"))
+        return FileChange(path=path, shown=shown, old_text=old_text, new_text=args["content"], is_new_file=not existed)
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        change = self.plan(args, ctx)
+        ctx.preserve(change.path)
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        # Written as the model sent it: UTF-8, with its line endings.
+        change.path.write_bytes(change.new_text.encode("utf-8"))
         # The model wrote every byte of it, so it counts as viewed for later edits.
-        ctx.mark_viewed(path)
-        line_count = len(split_lines(content))
-        verb = "Overwrote" if existed else "Created"
-        return change_result(
-            f"{verb} {shown} ({line_count} lines).",
-            shown,
-            old_text,
-            content,
-            is_new_file=not existed,
-            created=not existed,
-        )
+        ctx.mark_viewed(change.path)
+        line_count = len(split_lines(change.new_text))
+        verb = "Created" if change.is_new_file else "Overwrote"
+        return change.result(f"{verb} {change.shown} ({line_count} lines).", created=change.is_new_file)

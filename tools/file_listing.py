@@ -42,6 +42,12 @@ def inside_git_dir(path: Path, workspace: Path) -> bool:
     return ".git" in parts
 
 
+def refuse_git_dir(base: Path, workspace: Path, shown: str, tool_says: str) -> None:
+    """ToolError when `base` lies in .git; `tool_says` ends the message, e.g. "grep does not search"."""
+    if inside_git_dir(base, workspace):
+        raise ToolError(f"{shown} is inside .git, git's own data, which {tool_says}")
+
+
 def first_error_line(stderr: str) -> str:
     for line in stderr.splitlines():
         text = line.removeprefix("rg: ").strip()

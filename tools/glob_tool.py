@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolResult
-from tools.file_listing import inside_git_dir, list_files
+from tools.file_listing import inside_git_dir, list_files, refuse_git_dir
 from tools.glob_patterns import compile_glob
-from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
+from tools.path_tool import resolve_path
+from tools.workspace_paths import describe_path_arg, display_path
 
 MAX_GLOB_RESULTS = 200
 
@@ -51,12 +52,10 @@ class GlobTool(Tool):
                 f"pattern {pattern} must be relative and stay inside the search directory; "
                 "use the path argument to choose the directory"
             )
-        base = resolve_in_workspace(args.get("path", "."), ctx.workspace)
+        base, shown_base = resolve_path(args.get("path", "."), ctx)
         if not base.is_dir():
             raise ToolError(f"{args.get('path')} is not a directory; give a directory as path")
-        shown_base = display_path(base, ctx.workspace)
-        if inside_git_dir(base, ctx.workspace):
-            raise ToolError(f"{shown_base} is inside .git, git's own data, which glob does not list")
+        refuse_git_dir(base, ctx.workspace, shown_base, "glob does not list")
         matches = await _matching_files(base, pattern)
         metadata = {"match_count": len(matches), "capped": len(matches) > MAX_GLOB_RESULTS}
         if not matches:

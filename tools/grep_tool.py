@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolResult
-from tools.file_listing import inside_git_dir, list_files
+from tools.file_listing import list_files, refuse_git_dir
 from tools.glob_patterns import compile_glob
 from tools.grep_search import LineMatch, SearchOutcome, search_files
+from tools.path_tool import path_property, resolve_path
 from tools.ripgrep_pattern import engine_flags
 from tools.text_files import decode_text, mark_stray_bytes
-from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
+from tools.workspace_paths import describe_path_arg, display_path
 
 DEFAULT_MAX_RESULTS = 200
 MAX_RESULTS_LIMIT = 2000
@@ -53,10 +54,7 @@ class GrepTool(Tool):
                 "minLength": 1,
                 "description": "Regular expression (Python syntax without lookaround or backreferences).",
             },
-            "path": {
-                "type": "string",
-                "description": "File or directory to search, relative to the workspace (default: all of it).",
-            },
+            "path": path_property("File or directory to search", default="all of it"),
             "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.py\"."},
             "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
             "max_results": {
@@ -89,12 +87,10 @@ class GrepTool(Tool):
             re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
         except re.error as exc:
             raise ToolError(f"pattern is not a valid Python regular expression: {exc}") from exc
-        base = resolve_in_workspace(args.get("path", "."), ctx.workspace)
+        base, shown_base = resolve_path(args.get("path", "."), ctx)
         if not base.exists():
             raise ToolError(f"{args.get('path')} does not exist; give an existing file or directory")
-        shown_base = display_path(base, ctx.workspace)
-        if inside_git_dir(base, ctx.workspace):
-            raise ToolError(f"{shown_base} is inside .git, git's own data, which grep does not search")
+        refuse_git_dir(base, ctx.workspace, shown_base, "grep does not search")
         max_results = int(args.get("max_results", DEFAULT_MAX_RESULTS))
         name_glob = args.get("glob")
         case_flags = ["--ignore-case" if case_insensitive else "--case-sensitive"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from tools.base import Tool
 from tools.bash_tool import BashTool
@@ -16,6 +16,14 @@ from tools.insert_tool import InsertTool
 from tools.view_tool import ViewTool
 
 
+class DeclaredTool(Protocol):
+    """What the model is told about a tool: a built-in Tool or an MCP server's tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
 def builtin_tools() -> list[Tool]:
     """Fresh instances in a fixed order; the order is part of the prompt the server caches."""
     return [BashTool(), ViewTool(), CreateTool(), EditTool(), InsertTool(), GrepTool(), GlobTool()]
@@ -25,7 +33,7 @@ def tools_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def openai_tool_specs(tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
+def openai_tool_specs(tools: Sequence[DeclaredTool] | None = None) -> list[dict[str, Any]]:
     """The `tools=[...]` list for chat completions, identical byte for byte on every call.
 
     Order follows `tools` and every dict is rebuilt with fixed key order, because the

@@ -5,17 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tools.base import Tool, ToolContext, ToolError, ToolResult
+from tools.base import ToolContext, ToolError, ToolResult
 from tools.numbered_lines import format_numbered
+from tools.path_tool import PathTool, path_property, resolve_path
 from tools.text_files import TextFile, describe_stray_bytes, split_lines
-from tools.workspace_paths import describe_path_arg, display_path, resolve_in_workspace
 
 DEFAULT_VIEW_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_DIRECTORY_ENTRIES = 1000
 
 
-class ViewTool(Tool):
+class ViewTool(PathTool):
     name = "view"
     description = (
         "Read a text file from the workspace; lines are shown numbered like `cat -n` "
@@ -28,10 +28,7 @@ class ViewTool(Tool):
     parameters = {
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "description": "File or directory, relative to the workspace (or absolute inside it).",
-            },
+            "path": path_property("File or directory"),
             "offset": {
                 "type": "integer",
                 "minimum": 1,
@@ -48,12 +45,8 @@ class ViewTool(Tool):
     }
     reads_only = True
 
-    def describe_call(self, args: dict[str, Any], workspace: Path | None = None) -> str:
-        return describe_path_arg(args.get("path"), workspace) if isinstance(args, dict) else ""
-
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        path = resolve_in_workspace(args["path"], ctx.workspace)
-        shown = display_path(path, ctx.workspace)
+        path, shown = resolve_path(args["path"], ctx)
         if path.is_dir():
             return _list_directory(path, shown)
         document = TextFile.load(path, shown)

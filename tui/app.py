@@ -8,17 +8,18 @@ a server as easily as with one. While the factory runs, a loading screen shows t
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
+from server.http import server_root
 from server.supervisor import SupervisorStatus
 from server.telemetry import ServerStats, TelemetryPoller
+from tools.mcp.approvals import ApprovalRequest
 from tui.messages import ServerStatusChanged, TelemetryUpdated
-from tui.runtime import RuntimeFactory, TuiRuntime, server_root
+from tui.runtime import RuntimeFactory, TuiRuntime
 from tui.screens.chat import ChatScreen
 from tui.screens.loading import LoadingScreen
 from tui.screens.mcp_approval import McpApprovalScreen
@@ -54,7 +55,7 @@ class LocalAgentApp(App[int]):
         self.chat = ChatScreen(label)
         self.loading_screen = LoadingScreen(label or "the model server")
         self.poller: TelemetryPoller | None = None
-        self._boot_worker: Worker[Any] | None = None
+        self._boot_worker: Worker[TuiRuntime] | None = None
         self._stopping_runtime = False
         # Why the runtime could not be built; the launcher re-raises it once the screen is gone.
         self.boot_error: BaseException | None = None
@@ -73,7 +74,7 @@ class LocalAgentApp(App[int]):
     async def _boot(self) -> TuiRuntime:
         return await self.runtime_factory(self._status_from_supervisor)
 
-    async def approve_project_mcp(self, request: Any) -> bool:
+    async def approve_project_mcp(self, request: ApprovalRequest) -> bool:
         """Asked by build_agent (inside the start-up worker) before a repo's own MCP servers run."""
         return bool(await self.push_screen_wait(McpApprovalScreen(request)))
 
@@ -110,10 +111,10 @@ class LocalAgentApp(App[int]):
         if self.screen is self.loading_screen:
             self.pop_screen()
             self.chat.prompt.focus()
-        root = server_root(runtime.base_url)
-        if self.telemetry and root is not None:
-            api_key = getattr(getattr(runtime.agent, "client", None), "api_key", None)
-            self.poller = TelemetryPoller.for_server(root, api_key, self.poll_interval)
+        # Telemetry only where there is an HTTP server to ask (not a synthetic runtime).
+        if self.telemetry and runtime.base_url.startswith(("http://", "https://")):
+            root = server_root(runtime.base_url)
+            self.poller = TelemetryPoller.for_server(root, runtime.api_key, self.poll_interval)
             self.poller.subscribe(self._stats_from_poller)
             self.poller.start()
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.permissions import MODE_NAMES
+
 # name -> (usage, what it does); the order is the order /help lists them in.
 COMMANDS: dict[str, tuple[str, str]] = {
     "undo": ("/undo", "restore the files to how they were before the last turn"),
     "diff": ("/diff [last]", "show what the agent changed this session (or in the last turn)"),
     "clear": ("/clear", "forget the conversation and start afresh (files are kept)"),
     "compact": ("/compact", "summarise earlier turns to free context"),
-    "mode": ("/mode [read-only|ask|auto-edit|full-auto]", "show or change the permission mode"),
+    "mode": (f"/mode [{'|'.join(MODE_NAMES)}]", "show or change the permission mode"),
     "mcp": ("/mcp", "list MCP servers and their state"),
     "server": ("/server [status|restart|logs]", "the model server: state, restart, last log lines"),
     "help": ("/help", "this list"),
@@ -39,6 +41,11 @@ def parse(text: str) -> SlashCommand | None:
     if not words:
         return SlashCommand("help")
     return SlashCommand(words[0].lower(), tuple(words[1:]))
+
+
+def mode_hint(mode: str) -> str:
+    """How a person in the TUI picks a permission mode (for the policy's remedies)."""
+    return f"/mode {mode}"
 
 
 def unescape(text: str) -> str:

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from agent.events import Metrics
+from agent.request_totals import RequestTotals
 from server.supervisor import ServerState, SupervisorStatus
 from server.telemetry import ServerStats
 
@@ -26,9 +27,8 @@ class LiveMetrics:
     # The request in flight, or the last one when none is.
     request: Metrics | None = None
     request_open: bool = False
-    # Draft counts of this turn's finished requests (a turn is several requests when tools run).
-    turn_drafted: int = 0
-    turn_accepted: int = 0
+    # This turn's finished requests, each folded in once (a turn is several when tools run).
+    turn_totals: RequestTotals = field(default_factory=RequestTotals)
     turn_saw_drafts: bool = False
     samples: deque[float] = field(default_factory=lambda: deque(maxlen=SPARK_POINTS))
     last_sample_at: float = -math.inf
@@ -57,7 +57,7 @@ class LiveMetrics:
 
     def turn_started(self, now: float) -> None:
         self.turns += 1
-        self.turn_drafted = self.turn_accepted = 0
+        self.turn_totals = RequestTotals()
         self.turn_saw_drafts = False
         self.samples.clear()
         self.last_sample_at = -math.inf
@@ -88,8 +88,7 @@ class LiveMetrics:
     def request_finished(self) -> None:
         """Fold the finished request's drafts into the turn's, so they are counted once."""
         if self.request is not None and self.request_open:
-            self.turn_drafted += self.request.draft_n or 0
-            self.turn_accepted += self.request.draft_n_accepted or 0
+            self.turn_totals.add(self.request)
         self.request_open = False
         self.waiting_since = None
 
@@ -105,7 +104,7 @@ class LiveMetrics:
     def reset_conversation(self) -> None:
         self.request = None
         self.request_open = False
-        self.turn_drafted = self.turn_accepted = 0
+        self.turn_totals = RequestTotals()
         self.turn_saw_drafts = False
         self.samples.clear()
         self.waiting_since = None
@@ -140,12 +139,12 @@ class LiveMetrics:
     @property
     def drafted(self) -> int:
         open_ = (self.request.draft_n or 0) if self.request and self.request_open else 0
-        return self.turn_drafted + open_
+        return (self.turn_totals.drafted or 0) + open_
 
     @property
     def accepted(self) -> int:
         open_ = (self.request.draft_n_accepted or 0) if self.request and self.request_open else 0
-        return self.turn_accepted + open_
+        return (self.turn_totals.accepted or 0) + open_
 
     @property
     def has_drafts(self) -> bool:

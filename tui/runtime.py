@@ -1,16 +1,24 @@
 """What the TUI needs from a runtime, and the factory that builds one.
 
-``localagent.agent_setup.AgentRuntime`` satisfies these protocols; so do the synthetic runtime used
-by snapshot tests and the benchmark. Typing against protocols keeps the TUI a consumer only.
+``localagent.agent_setup.AgentRuntime`` satisfies these protocols; so does the synthetic runtime
+the snapshot tests and the benchmark use (``tests/synthetic_runtime.py``). Typing against
+protocols keeps the TUI a consumer only: it never imports the application that assembles the
+agent. Members are read-only properties, so a runtime may hold a more specific type (the real
+``Agent``, a ``PermissionMode``) than the TUI asks for.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent.events import Event
 from server.supervisor import SupervisorStatus
+
+if TYPE_CHECKING:
+    from agent.checkpoints import CheckpointStore
+    from server.manager import ServerHandle
+    from tools.mcp import McpManager
 
 StatusCallback = Callable[[SupervisorStatus], None]
 RuntimeFactory = Callable[[StatusCallback], Awaitable["TuiRuntime"]]
@@ -18,14 +26,23 @@ RuntimeFactory = Callable[[StatusCallback], Awaitable["TuiRuntime"]]
 
 class TuiPolicy(Protocol):
     @property
-    def mode(self) -> Any: ...
+    def mode(self) -> str:
+        """The permission mode's name (a ``PermissionMode`` is one)."""
+        ...
 
 
 class TuiAgent(Protocol):
-    totals: dict[str, int]
-    n_ctx: int | None
-    messages: list[dict[str, Any]]
-    policy: TuiPolicy
+    @property
+    def totals(self) -> dict[str, int]: ...
+
+    @property
+    def n_ctx(self) -> int | None: ...
+
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def policy(self) -> TuiPolicy: ...
 
     def run_turn(self, user_text: str) -> AsyncIterator[Event]: ...
 
@@ -37,17 +54,36 @@ class TuiAgent(Protocol):
 
 
 class TuiRuntime(Protocol):
-    agent: Any
-    server: Any
-    session_id: str
-    checkpoints: Any
-    base_url: str
+    @property
+    def agent(self) -> TuiAgent: ...
+
+    @property
+    def server(self) -> ServerHandle | None:
+        """The model server this session talks to; None for an endpoint given by URL."""
+        ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def checkpoints(self) -> CheckpointStore | None: ...
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL the agent talks to."""
+        ...
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the agent's requests carry, for the TUI's own calls to the server."""
+        ...
+
+    @property
+    def mcp(self) -> McpManager | None: ...
+
+    @property
+    def notes(self) -> list[str]:
+        """One line each, for the person (MCP servers skipped or failed, the sandbox)."""
+        ...
 
     async def close(self) -> None: ...
-
-
-def server_root(base_url: str) -> str | None:
-    """The server's own root (where /metrics lives) for an OpenAI base URL; None if not HTTP."""
-    if not base_url.startswith(("http://", "https://")):
-        return None
-    return base_url.rstrip("/").removesuffix("/v1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from localagent.bench.summary import OVERALL, Summary
+from server.bench.summary import OVERALL, Summary
 
 # Colour-blind-safe (Okabe-Ito); the first target, the baseline, is the neutral grey.
 _COLOURS = ["#7f7f7f", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000"]

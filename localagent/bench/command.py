@@ -19,19 +19,22 @@ from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from localagent.bench import report, sweep
+from localagent.bench import report
 from localagent.bench.chart import write_chart
-from localagent.bench.client import Endpoint, normalize_base_url, probe
-from localagent.bench.configfile import save_profile_settings
-from localagent.bench.machine import machine_info
-from localagent.bench.prompts import DEFAULT_PROMPTS, PROMPTS_FILE_HELP, BenchPrompt, load_prompts
-from localagent.bench.results import BenchResults, BenchSettings, RequestResult, TargetResult
-from localagent.bench.runner import Target, run_targets, total_steps
-from localagent.bench.summary import OVERALL, Summary, fmt_speedup, fmt_tps, summarize
+from localagent.bench.formatting import fmt_speedup, fmt_tps
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
 from localagent.urls import url_problem
+from server.bench import sweep
+from server.bench.client import Endpoint, normalize_base_url, probe
+from server.bench.configfile import save_profile_settings
+from server.bench.machine import machine_info
+from server.bench.prompts import DEFAULT_PROMPTS, PROMPTS_FILE_HELP, BenchPrompt, load_prompts
+from server.bench.results import BenchResults, BenchSettings, RequestResult, TargetResult
+from server.bench.runner import Target, run_targets, total_steps
+from server.bench.summary import OVERALL, Summary, summarize
+from server.errors import BenchInputError
 from server.manager import ServerManager
 from server.profiles import Profile, get_profile
 from server.supervisor import RestartPolicy
@@ -134,7 +137,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results.finished_at = _now()
     summary = summarize(results.targets, [p.name for p in plan.prompts])
 
-    save_error: LocalAgentError | None = None
+    save_error: BenchInputError | None = None
     if args.sweep:
         save_error = _finish_sweep(args, plan, results, summary)
     _write_outputs(plan.out_dir, results, summary)
@@ -310,7 +313,7 @@ def _run_with_progress(plan: _Plan) -> list[TargetResult]:
 # -- sweep results and files ------------------------------------------------------------------------
 
 
-def _finish_sweep(args: argparse.Namespace, plan: _Plan, results: BenchResults, summary: Summary) -> LocalAgentError | None:
+def _finish_sweep(args: argparse.Namespace, plan: _Plan, results: BenchResults, summary: Summary) -> BenchInputError | None:
     best = sweep.fastest(summary, plan.variants)
     results.sweep = {
         "base": plan.sweep_base,
@@ -329,7 +332,7 @@ def _finish_sweep(args: argparse.Namespace, plan: _Plan, results: BenchResults, 
         results.sweep["saved"] = save_profile_settings(
             plan.ctx.paths.user_config_file, plan.sweep_base, "speculative", best.changes
         )
-    except LocalAgentError as exc:
+    except BenchInputError as exc:
         return exc
     return None
 

@@ -6,18 +6,9 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from localagent.bench.results import BenchResults, TargetResult
-from localagent.bench.summary import (
-    OVERALL,
-    Cell,
-    Summary,
-    fmt_count,
-    fmt_pct,
-    fmt_ratio,
-    fmt_seconds,
-    fmt_speedup,
-    fmt_tps,
-)
+from localagent.bench.formatting import fmt_count, fmt_pct, fmt_ratio, fmt_seconds, fmt_speedup, fmt_tps
+from server.bench.results import BenchResults, TargetResult
+from server.bench.summary import OVERALL, Cell, Summary
 
 CHART_PNG = "chart.png"
 CHART_SVG = "chart.svg"
@@ -62,79 +53,94 @@ def overhead_line(summary: Summary) -> str:
 
 
 def render_markdown(results: BenchResults, summary: Summary) -> str:
-    lines: list[str] = []
-    add = lines.append
+    lines = [
+        f"# localagent bench: {' vs '.join(summary.targets)}",
+        "",
+        f"Run {results.started_at} on {_machine_short(results)}.",
+        "",
+        f"Command: `{results.command_line}`",
+        "",
+        *_results_section(results, summary),
+        *_overhead_section(summary),
+        *_speculation_section(results.targets),
+        *_sweep_section(results),
+        *_failures_section(results),
+        *_requests_section(results.targets),
+        *_servers_section(results),
+        *_machine_section(results),
+        *_prompts_section(results),
+    ]
+    return "\n".join(lines)
+
+
+def _results_section(results: BenchResults, summary: Summary) -> list[str]:
     settings = results.settings
     sampling = settings.sampling
-    add(f"# localagent bench: {' vs '.join(summary.targets)}")
-    add("")
-    add(f"Run {results.started_at} on {_machine_short(results)}.")
-    add("")
-    add(f"Command: `{results.command_line}`")
-    add("")
-    add("## Results")
-    add("")
-    add(
-        f"Medians over {settings.runs} run{'s' if settings.runs != 1 else ''} per prompt, at most "
-        f"{settings.max_tokens} tokens per answer, one warm-up request per server first. Sampling: temperature "
-        f"{sampling.temperature}, top-k {sampling.top_k}, top-p {sampling.top_p}, min-p {sampling.min_p}, "
-        f"seed {settings.seed} (run k uses seed {settings.seed}+k−1). "
-        + (
-            f"**Load:** {settings.load} CPU-bound neighbour process{'es' if settings.load != 1 else ''} "
-            "ran beside the server from before it started until its measured runs ended. "
-            if settings.load
-            else "No other load was added. "
-        )
-        + f"**tok/s** is the server's own generation speed (`timings.predicted_per_second`); **client tok/s** is "
-        f"what this client saw arrive over the stream; **speedup** compares server tok/s with "
-        f"**{summary.targets[0] if summary.targets else '-'}** on the same prompt; **accept** is accepted ÷ "
-        "drafted tokens (`-` = nothing drafted); **overall** is the median over every request."
+    load = (
+        f"**Load:** {settings.load} CPU-bound neighbour process{'es' if settings.load != 1 else ''} "
+        "ran beside the server from before it started until its measured runs ended. "
+        if settings.load
+        else "No other load was added. "
     )
-    add("")
-    add("| prompt | target | tok/s | client tok/s | speedup | accept | gen s | tokens | runs |")
-    add("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        "## Results",
+        "",
+        (
+            f"Medians over {settings.runs} run{'s' if settings.runs != 1 else ''} per prompt, at most "
+            f"{settings.max_tokens} tokens per answer, one warm-up request per server first. Sampling: temperature "
+            f"{sampling.temperature}, top-k {sampling.top_k}, top-p {sampling.top_p}, min-p {sampling.min_p}, "
+            f"seed {settings.seed} (run k uses seed {settings.seed}+k−1). "
+            + load
+            + f"**tok/s** is the server's own generation speed (`timings.predicted_per_second`); **client tok/s** is "
+            f"what this client saw arrive over the stream; **speedup** compares server tok/s with "
+            f"**{summary.targets[0] if summary.targets else '-'}** on the same prompt; **accept** is accepted ÷ "
+            "drafted tokens (`-` = nothing drafted); **overall** is the median over every request."
+        ),
+        "",
+        "| prompt | target | tok/s | client tok/s | speedup | accept | gen s | tokens | runs |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for prompt in [*summary.prompts, OVERALL]:
         for target in summary.targets:
             cell = summary.cell(target, prompt)
             if cell is None:
                 continue
             name = f"**{prompt}**" if prompt == OVERALL else prompt
-            add(f"| {name} | {_md(target)} | " + " | ".join(_cell_columns(cell)) + " |")
-    add("")
-    add(f"![tok/s by prompt and target, acceptance marked]({CHART_PNG})")
-    add("")
-    add("## Runtime overhead")
-    add("")
-    add(
-        "Client-observed tok/s divided by server tok/s, per request, counted fairly: the tokens generated "
-        "between the arrival of the first content chunk and the arrival of the last, over that window as "
-        "timed here and as timed by the server (every streamed chunk carries the server's cumulative "
-        "`predicted_n` and `predicted_ms`). What is left is the cost of streaming, parsing and the client "
-        "itself; 1.000 means none."
-    )
-    add("")
-    add(f"**{overhead_line(summary).removeprefix('runtime overhead: ')}**")
-    add("")
-    add("| target | median ratio |")
-    add("|---|---:|")
+            lines.append(f"| {name} | {_md(target)} | " + " | ".join(_cell_columns(cell)) + " |")
+    lines.extend(["", f"![tok/s by prompt and target, acceptance marked]({CHART_PNG})", ""])
+    return lines
+
+
+def _overhead_section(summary: Summary) -> list[str]:
+    lines = [
+        "## Runtime overhead",
+        "",
+        (
+            "Client-observed tok/s divided by server tok/s, per request, counted fairly: the tokens generated "
+            "between the arrival of the first content chunk and the arrival of the last, over that window as "
+            "timed here and as timed by the server (every streamed chunk carries the server's cumulative "
+            "`predicted_n` and `predicted_ms`). What is left is the cost of streaming, parsing and the client "
+            "itself; 1.000 means none."
+        ),
+        "",
+        f"**{overhead_line(summary).removeprefix('runtime overhead: ')}**",
+        "",
+        "| target | median ratio |",
+        "|---|---:|",
+    ]
     for target in summary.targets:
         cell = summary.cell(target, OVERALL)
-        add(f"| {_md(target)} | {fmt_ratio(cell.overhead_ratio if cell else None)} |")
-    add("")
-    lines.extend(_speculation_section(results.targets))
-    lines.extend(_sweep_section(results))
-    lines.extend(_failures_section(results))
-    lines.extend(_requests_section(results.targets))
-    lines.extend(_servers_section(results))
-    lines.extend(_machine_section(results))
-    add("## Prompts")
-    add("")
+        lines.append(f"| {_md(target)} | {fmt_ratio(cell.overhead_ratio if cell else None)} |")
+    lines.append("")
+    return lines
+
+
+def _prompts_section(results: BenchResults) -> list[str]:
+    lines = ["## Prompts", ""]
     for i, item in enumerate(results.prompts, start=1):
-        add(f"{i}. **{_md(item.name)}** ({item.kind}): {_md(_one_line(item.text))}")
-    add("")
-    add("Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.")
-    add("")
-    return "\n".join(lines)
+        lines.append(f"{i}. **{_md(item.name)}** ({item.kind}): {_md(_one_line(item.text))}")
+    lines.extend(["", "Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.", ""])
+    return lines
 
 
 def _speculation_section(targets: Sequence[TargetResult]) -> list[str]:

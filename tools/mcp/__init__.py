@@ -16,6 +16,7 @@ from tools.mcp.config import (
 )
 from tools.mcp.manager import McpManager, ServerState
 from tools.mcp.names import tool_name, unique_tool_names
+from tools.mcp.setup import PROJECT_FILE, USER_FILE, McpSetup, McpSources, load_configs, open_mcp, prepare_mcp
 from tools.mcp.tool_adapter import McpTool
 
 __all__ = [
@@ -28,15 +29,22 @@ __all__ = [
     "LoadedConfig",
     "McpCallError",
     "McpManager",
+    "McpSetup",
+    "McpSources",
     "McpTool",
+    "PROJECT_FILE",
     "ServerConfig",
     "ServerConnection",
     "ServerState",
     "StateName",
+    "USER_FILE",
     "approve_project_servers",
     "fingerprint",
     "load_config_file",
+    "load_configs",
     "merge",
+    "open_mcp",
+    "prepare_mcp",
     "tool_name",
     "unique_tool_names",
 ]

@@ -1,4 +1,4 @@
-"""An MCP server's tool as the agent sees it: name, description, schema, `run`, `describe_call`."""
+"""An MCP server's tool as the agent sees it: name, description, schema, `run`, `describe_call`, `preview`."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ class McpTool:
         except McpCallError as exc:
             return ToolResult.error(str(exc), mcp_server=self.server_name, mcp_tool=self.remote_name)
         return to_tool_result(result, server=self.server_name, tool=self.remote_name, scratch_dir=self.scratch_dir)
+
+    def preview(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Nothing to preview: what a remote tool would change is not known before it runs."""
+        return None
 
     def describe_call(self, args: dict[str, Any], workspace: Any = None) -> str:
         """The arguments as compact JSON: what approval prompts show and `mcp__x__y(...)` rules match."""

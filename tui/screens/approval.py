@@ -6,28 +6,25 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from agent.events import ApprovalRequested
 from agent.permissions import rule_for_call
 from tui import formatting
+from tui.screens.question import QuestionScreen
 from tui.widgets.diff_view import DiffView
 
 Answer = str  # "once" | "always" | "deny", what ApprovalRequested.future expects
 
 
-class ApprovalScreen(ModalScreen[Answer]):
+class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
     CSS_PATH = "approval.tcss"
     BINDINGS = [
         Binding("y,1", "answer('once')", "Allow once"),
         Binding("a,2", "answer('always')", "Allow always"),
         Binding("n,d,3,escape", "answer('deny')", "Deny"),
     ]
-
-    def __init__(self, request: ApprovalRequested) -> None:
-        super().__init__()
-        self.request = request
+    ANSWERS = {"once": "once", "always": "always", "deny": "deny"}
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -53,11 +50,3 @@ class ApprovalScreen(ModalScreen[Answer]):
 
     def on_mount(self) -> None:
         self.query_one("#once", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id in ("once", "always", "deny"):
-            self.dismiss(event.button.id)
-
-    def action_answer(self, answer: Answer) -> None:
-        self.dismiss(answer)

@@ -9,9 +9,8 @@ the future the agent awaits.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import AsyncGeneratorType
 from typing import Any
 
 from rich.text import Text
@@ -38,19 +37,18 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from tui import commands, formatting
+from tui import commands, reports
 from tui.messages import PromptSubmitted
-from tui.runtime import TuiRuntime
+from tui.runtime import TuiAgent, TuiRuntime
+from tui.screens import chat_commands
 from tui.screens.approval import ApprovalScreen
-from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.conversation import Conversation
-from tui.widgets.diff_view import DiffView
 from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
 
 AGENT_GROUP = "agent"
-LOG_LINES = 25
-MODES = ("read-only", "ask", "auto-edit", "full-auto")
+MODES = commands.MODE_NAMES
+CommandHandler = Callable[[tuple[str, ...]], Awaitable[None]]
 
 
 class ChatScreen(Screen[None]):
@@ -92,7 +90,7 @@ class ChatScreen(Screen[None]):
         return self.query_one(PromptInput)
 
     @property
-    def agent(self) -> Any:
+    def agent(self) -> TuiAgent:
         assert self.runtime is not None
         return self.runtime.agent
 
@@ -108,7 +106,7 @@ class ChatScreen(Screen[None]):
         if self.label:
             parts.append(self.label)
         if self.runtime is not None:
-            parts.append(f"mode {_mode(self.agent)}")
+            parts.append(f"mode {reports.mode_name(self.agent)}")
             parts.append(f"session {self.runtime.session_id}")
         else:
             parts.append("waiting for the server")
@@ -121,44 +119,23 @@ class ChatScreen(Screen[None]):
         agent = self.agent
         self.metrics.model.n_ctx = agent.n_ctx
         self.metrics.model.set_totals(agent.totals)
-        if runtime.server is None or getattr(runtime.server, "supervisor", None) is None:
+        if runtime.server is None or runtime.server.supervisor is None:
             self.metrics.set_unmanaged()
         else:
             self.metrics.apply_status(runtime.server.supervisor.status)
         self.metrics.refresh_now()
         self._update_title()
         await self._show_history(agent.messages)
-        for note in getattr(runtime, "notes", None) or []:
+        for note in runtime.notes:
             await self.conversation.add_notice(str(note), "warning")
         self.prompt.focus()
 
     async def _show_history(self, messages: list[dict[str, Any]]) -> None:
         """A resumed session: show the conversation so far and seed the prompt history."""
-        conversation = self.conversation
-        prompts: list[str] = []
-        for message in messages:
-            role, content = message.get("role"), message.get("content")
-            if role == "user" and isinstance(content, str):
-                prompts.append(content)
-                await conversation.add_user(content)
-            elif role == "assistant":
-                if content:
-                    await conversation.add(AssistantMessage(str(content)))
-                for call in message.get("tool_calls") or []:
-                    function = call.get("function", {})
-                    try:
-                        arguments = json.loads(function.get("arguments") or "{}")
-                    except ValueError:
-                        arguments = {}
-                    await conversation.start_tool(call.get("id", ""), function.get("name", "?"), "", arguments)
-            elif role == "tool":
-                block = conversation.tool_blocks.get(message.get("tool_call_id", ""))
-                if block is not None:
-                    text = str(content or "")
-                    await block.finish(text, text.startswith("Error"), None)
+        prompts = await self.conversation.replay(messages)
         if prompts:
             self.prompt.remember(prompts)
-            await conversation.add_notice(f"resumed session {self.runtime.session_id if self.runtime else ''}")
+            await self.conversation.add_notice(f"resumed session {self.runtime.session_id if self.runtime else ''}")
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -228,9 +205,9 @@ class ChatScreen(Screen[None]):
             self.app.pop_screen()
         # The stream may be parked at a yield (we were awaiting the UI, not the agent): throw the
         # cancellation in there so the agent records results for pending calls and stays valid.
-        if getattr(events, "ag_frame", None) is not None and not getattr(events, "ag_running", True):
+        if isinstance(events, AsyncGeneratorType) and events.ag_frame is not None and not events.ag_running:
             try:
-                await events.athrow(asyncio.CancelledError())  # type: ignore[attr-defined]
+                await events.athrow(asyncio.CancelledError())
             except (asyncio.CancelledError, StopAsyncIteration):
                 pass
         conversation = self.conversation
@@ -277,7 +254,7 @@ class ChatScreen(Screen[None]):
             await conversation.end_assistant()
             totals = self.agent.totals if self.runtime is not None else {}
             self.metrics.turn_finished(totals)
-            await conversation.add_notice(_turn_summary(event), "summary")
+            await conversation.add_notice(reports.turn_summary(event), "summary")
             if event.reason not in ("done", "cancelled"):
                 await conversation.add_notice(f"stopped ({event.reason}): {event.message}", "warning")
 
@@ -305,7 +282,21 @@ class ChatScreen(Screen[None]):
         if self.turn_running and command.name not in commands.WHILE_RUNNING:
             await conversation.add_notice(f"/{command.name} waits for the turn to end (Esc cancels it)", "warning")
             return
-        await getattr(self, f"_cmd_{command.name}")(command.args)
+        await self._handlers()[command.name](command.args)
+
+    def _handlers(self) -> dict[str, CommandHandler]:
+        """One handler per entry of ``commands.COMMANDS``."""
+        return {
+            "undo": self._cmd_undo,
+            "diff": self._cmd_diff,
+            "clear": self._cmd_clear,
+            "compact": self._cmd_compact,
+            "mode": self._cmd_mode,
+            "mcp": self._cmd_mcp,
+            "server": self._cmd_server,
+            "help": self._cmd_help,
+            "quit": self._cmd_quit,
+        }
 
     async def _cmd_help(self, args: tuple[str, ...]) -> None:
         await self.conversation.add_notice(commands.help_text(), "help")
@@ -325,7 +316,7 @@ class ChatScreen(Screen[None]):
 
     async def _cmd_mode(self, args: tuple[str, ...]) -> None:
         if not args:
-            await self.conversation.add_notice(f"mode: {_mode(self.agent)} (choices: {', '.join(MODES)})")
+            await self.conversation.add_notice(f"mode: {reports.mode_name(self.agent)} (choices: {', '.join(MODES)})")
             return
         if args[0] not in MODES:
             await self.conversation.add_notice(f"unknown mode {args[0]!r}; use one of {', '.join(MODES)}", "warning")
@@ -335,7 +326,7 @@ class ChatScreen(Screen[None]):
         await self.conversation.add_notice(f"mode: {args[0]}")
 
     async def _cmd_mcp(self, args: tuple[str, ...]) -> None:
-        await self.conversation.add_notice(_mcp_text(self.runtime), "help")
+        await self.conversation.add_notice(reports.mcp_text(self.runtime), "help")
 
     async def _cmd_undo(self, args: tuple[str, ...]) -> None:
         self._undo()
@@ -346,7 +337,7 @@ class ChatScreen(Screen[None]):
     async def _cmd_server(self, args: tuple[str, ...]) -> None:
         what = args[0] if args else "status"
         if what == "status":
-            await self.conversation.add_notice(_server_text(self.runtime), "help")
+            await self.conversation.add_notice(reports.server_text(self.runtime), "help")
         elif what == "restart":
             self._restart_server()
         elif what in ("logs", "log"):
@@ -356,123 +347,16 @@ class ChatScreen(Screen[None]):
 
     @work(group="command", exit_on_error=False, name="undo")
     async def _undo(self) -> None:
-        checkpoints = self.runtime.checkpoints if self.runtime else None
-        if checkpoints is None:
-            await self.conversation.add_notice("this session keeps no checkpoints", "warning")
-            return
-        restored = await checkpoints.undo_last_turn()
-        if restored is None:
-            await self.conversation.add_notice("nothing to undo in this session")
-        else:
-            await self.conversation.add_notice(
-                f"restored the files to {restored.label} (the conversation is unchanged)"
-            )
+        await chat_commands.undo(self.conversation, self.runtime.checkpoints if self.runtime else None)
 
     @work(group="command", exit_on_error=False, name="diff")
     async def _diff(self, last_turn: bool) -> None:
-        checkpoints = self.runtime.checkpoints if self.runtime else None
-        if checkpoints is None:
-            await self.conversation.add_notice("this session keeps no checkpoints", "warning")
-            return
-        existing = await asyncio.to_thread(checkpoints.list)
-        if not existing:
-            await self.conversation.add_notice("no changes yet: nothing has run in this session")
-            return
-        base = existing[-1] if last_turn else existing[0]
-        diff = await checkpoints.diff_since(base)
-        if not diff.strip():
-            await self.conversation.add_notice(f"no changes since {base.label}")
-            return
-        await self.conversation.add_notice(f"changes since {base.label}:")
-        await self.conversation.add(DiffView(diff))
+        await chat_commands.diff(self.conversation, self.runtime.checkpoints if self.runtime else None, last_turn)
 
     @work(exclusive=True, group="server", exit_on_error=False, name="server restart")
     async def _restart_server(self) -> None:
-        supervisor = getattr(self.runtime.server, "supervisor", None) if self.runtime else None
-        if supervisor is None:
-            await self.conversation.add_notice(
-                "this server is not managed by this session (attached or --base-url); restart it where it runs",
-                "warning",
-            )
-            return
-        await self.conversation.add_notice("restarting the model server…")
-        await supervisor.restart()
-        await self.conversation.add_notice("the model server is back")
+        await chat_commands.restart_server(self.conversation, self.runtime.server if self.runtime else None)
 
     @work(group="command", exit_on_error=False, name="server logs")
     async def _server_logs(self) -> None:
-        path = _log_path(self.runtime)
-        if path is None:
-            await self.conversation.add_notice("no log file: this server was not started by localagent", "warning")
-            return
-        lines = await asyncio.to_thread(_tail, path, LOG_LINES)
-        await self.conversation.add_notice(f"{path} (last {len(lines)} lines):\n" + "\n".join(lines), "help")
-
-
-def _mode(agent: Any) -> str:
-    mode = getattr(getattr(agent, "policy", None), "mode", "?")
-    return str(getattr(mode, "value", mode))
-
-
-def _turn_summary(event: TurnFinished) -> str:
-    return (
-        f"{event.reason} · {event.steps} step{'' if event.steps == 1 else 's'} · {formatting.count(event.prompt_tokens)} prompt"
-        f" + {formatting.count(event.completion_tokens)} completion tokens"
-    )
-
-
-def _server_text(runtime: TuiRuntime | None) -> str:
-    if runtime is None:
-        return "no server yet"
-    lines = [f"endpoint {runtime.base_url}"]
-    server = runtime.server
-    supervisor = getattr(server, "supervisor", None)
-    if server is None:
-        lines.append("given with --base-url: not managed by localagent")
-    elif supervisor is None:
-        lines.append(f"profile {server.profile}, attached to a server another localagent process runs")
-    else:
-        status = supervisor.status
-        lines.append(f"profile {server.profile}: {status.state}, pid {status.pid}, restarts {status.restarts}")
-        if status.message:
-            lines.append(status.message)
-        lines.append(f"log {supervisor.log_path}")
-    return "\n".join(lines)
-
-
-def _log_path(runtime: TuiRuntime | None) -> Path | None:
-    server = getattr(runtime, "server", None)
-    supervisor = getattr(server, "supervisor", None)
-    if supervisor is not None:
-        return Path(supervisor.log_path)
-    record = getattr(server, "record", None)
-    return Path(record.log_path) if record is not None and record.log_path else None
-
-
-def _tail(path: Path, count: int) -> list[str]:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - 64 * 1024))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError as exc:
-        return [f"cannot read the log: {exc}"]
-    return text.splitlines()[-count:]
-
-
-def _mcp_text(runtime: TuiRuntime | None) -> str:
-    """MCP servers and their state, as the runtime's MCP manager reports them."""
-    manager = getattr(runtime, "mcp", None)
-    states = manager.states() if manager is not None else []
-    if not states:
-        return "no MCP servers are running (configure them in .mcp.json or pass --mcp-config)"
-    lines = []
-    for state in states:
-        where = ", ".join(str(part) for part in (getattr(state, "transport", ""), getattr(state, "source", "")) if part)
-        line = f"{state.name}{f' ({where})' if where else ''}: {state.state}, {getattr(state, 'tool_count', 0)} tools"
-        if getattr(state, "error", None):
-            line += f" - {state.error}"
-        if getattr(state, "log_path", None):
-            line += f"\n  log {state.log_path}"
-        lines.append(line)
-    return "\n".join(lines)
+        await chat_commands.server_logs(self.conversation, reports.log_path(self.runtime))

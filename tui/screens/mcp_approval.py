@@ -10,22 +10,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tools.mcp.approvals import ApprovalRequest
+from tui.screens.question import QuestionScreen
 
 
-class McpApprovalScreen(ModalScreen[bool]):
+class McpApprovalScreen(QuestionScreen[ApprovalRequest, bool]):
     CSS_PATH = "mcp_approval.tcss"
     BINDINGS = [
         Binding("y", "answer(True)", "Start them"),
         Binding("n,escape", "answer(False)", "Not now"),
     ]
-
-    def __init__(self, request: ApprovalRequest) -> None:
-        super().__init__()
-        self.request = request
+    ANSWERS = {"yes": True, "no": False}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -39,10 +36,3 @@ class McpApprovalScreen(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)

@@ -28,6 +28,7 @@ from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from tui import input_priority
+from tui.widgets.entry import entry_css
 from tui.widgets.sealed_markdown import SealedMarkdown
 
 FLUSH_EVERY_S = 1 / 30
@@ -69,13 +70,7 @@ class MarkdownSegment(Markdown):
 
 
 class AssistantMessage(Vertical):
-    DEFAULT_CSS = """
-    AssistantMessage {
-        height: auto;
-        margin: 1 0 0 0;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CSS = entry_css("AssistantMessage")
 
     def __init__(self, markdown: str = "") -> None:
         super().__init__()

@@ -5,6 +5,9 @@ It stays anchored to the bottom while output streams, until the user scrolls up 
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
@@ -92,3 +95,28 @@ class Conversation(VerticalScroll, can_focus=False):
         await self.end_assistant()
         self.tool_blocks.clear()
         await self.remove_children()
+
+    async def replay(self, messages: list[dict[str, Any]]) -> list[str]:
+        """Show a conversation so far (a resumed session); returns the user's prompts in it."""
+        prompts: list[str] = []
+        for message in messages:
+            role, content = message.get("role"), message.get("content")
+            if role == "user" and isinstance(content, str):
+                prompts.append(content)
+                await self.add_user(content)
+            elif role == "assistant":
+                if content:
+                    await self.add(AssistantMessage(str(content)))
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function", {})
+                    try:
+                        arguments = json.loads(function.get("arguments") or "{}")
+                    except ValueError:
+                        arguments = {}
+                    await self.start_tool(call.get("id", ""), function.get("name", "?"), "", arguments)
+            elif role == "tool":
+                block = self.tool_blocks.get(message.get("tool_call_id", ""))
+                if block is not None:
+                    text = str(content or "")
+                    await block.finish(text, text.startswith("Error"), None)
+        return prompts

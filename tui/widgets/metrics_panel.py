@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 from rich.cells import cell_len
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll

@@ -12,6 +12,7 @@ from textual.widgets import Collapsible, Static
 
 from tui import formatting
 from tui.widgets.diff_view import DiffView
+from tui.widgets.entry import entry_css
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 # Outputs up to this many lines show in full; longer ones fold into an expandable block.
@@ -20,14 +21,7 @@ MAX_OUTPUT_CHARS = 200_000
 
 
 class ToolCallBlock(Vertical):
-    DEFAULT_CSS = """
-    ToolCallBlock {
-        height: auto;
-        margin: 1 0 0 0;
-        padding: 0 1;
-        border-left: outer $secondary;
-        background: $surface;
-    }
+    DEFAULT_CSS = entry_css("ToolCallBlock", border_left="outer $secondary", background="$surface") + """
     ToolCallBlock.-ok { border-left: outer $success; }
     ToolCallBlock.-error { border-left: outer $error; }
     ToolCallBlock.-waiting { border-left: outer $warning; }

@@ -13,14 +13,29 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
-from agent.events import ErrorEvent, Event, Metrics, Notice, ToolCallFinished, ToolCallStarted, TurnFinished
+from agent.events import (
+    ErrorEvent,
+    Event,
+    Metrics,
+    Notice,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
 from agent.loop import Agent
+from agent.request_totals import RequestTotals
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {
     "done": 0, "error": 1, "max_turns": 3, "timeout": 3, "loop": 1, "format_errors": 1, "denied": 1,
     "cancelled": 1, "empty_answer": 1, "length": 1,
 }
+
+
+def mode_hint(mode: str) -> str:
+    """How a person running headless picks a permission mode (for the policy's remedies)."""
+    return f"--mode {mode}"
 
 
 @dataclass
@@ -54,6 +69,14 @@ class RunSummary:
         return EXIT_CODES.get(self.status, 1)
 
 
+def stop_message(event: TurnFinished) -> str:
+    """Why the turn stopped. The core says it in its own terms; a limit a flag of `localagent run`
+    sets is said here, naming that flag (the timeout, which this runner enforces, likewise)."""
+    if event.reason == "max_turns":
+        return f"stopped after {event.steps} model steps (--max-turns)"
+    return event.message
+
+
 class HeadlessRunner:
     def __init__(self, agent: Agent, output: OutputFormat = "text", stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> None:
         self.agent = agent
@@ -62,8 +85,7 @@ class HeadlessRunner:
         self.stderr = stderr
         self.summary = RunSummary()
         self._changed: set[str] = set()
-        self._gen_tokens = 0
-        self._gen_seconds = 0.0
+        self._totals = RequestTotals()
         self._last_metrics: Metrics | None = None
 
     async def run(self, task: str, timeout: float | None = None) -> RunSummary:
@@ -84,10 +106,8 @@ class HeadlessRunner:
             raise
         self._close_request()
         self.summary.duration_s = time.monotonic() - started
-        self.summary.turns = 1
         self.summary.files_changed = sorted(self._changed)
-        if self._gen_seconds > 0:
-            self.summary.tokens_per_second = self._gen_tokens / self._gen_seconds
+        self.summary.tokens_per_second = self._totals.tokens_per_second
         self._finish()
         return self.summary
 
@@ -116,26 +136,26 @@ class HeadlessRunner:
             self._progress(f"note: {event.text}")
         elif isinstance(event, ErrorEvent):
             self._progress(f"error: {event.message}")
+        elif isinstance(event, TurnStarted):
+            # A run sends one user message, so it makes one user turn; counted as it starts, so a
+            # run stopped before the loop began its turn (a timeout, a signal) says 0. The session
+            # may hold earlier turns (--resume): the loop's own turn number counts those too.
+            self.summary.turns += 1
         elif isinstance(event, TurnFinished):
             self.summary.status = event.reason
             self.summary.final_text = event.final_text
-            self.summary.message = event.message
+            self.summary.message = stop_message(event)
             self.summary.steps = event.steps
             self.summary.prompt_tokens = event.prompt_tokens
             self.summary.completion_tokens = event.completion_tokens
 
     def _close_request(self) -> None:
         """Fold the last request's timings into the run's totals."""
-        m = self._last_metrics
-        if m is None:
+        if self._last_metrics is None:
             return
+        self._totals.add(self._last_metrics)
         self._last_metrics = None
-        if m.predicted_per_second:
-            self._gen_tokens += m.predicted_n
-            self._gen_seconds += m.predicted_n / m.predicted_per_second
-        if m.draft_n is not None:
-            self.summary.drafted = (self.summary.drafted or 0) + m.draft_n
-            self.summary.accepted = (self.summary.accepted or 0) + (m.draft_n_accepted or 0)
+        self.summary.drafted, self.summary.accepted = self._totals.drafted, self._totals.accepted
 
     def _progress(self, line: str) -> None:
         if self.output != "stream-json":

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from localagent.errors import UsageError
+from server.errors import BenchInputError
+from server.profiles import first_error
 
 PromptKind = Literal["code", "prose", "custom"]
 
@@ -74,26 +75,25 @@ class _PromptEntry(BaseModel):
     prompt: str = Field(min_length=1)
 
 
-
 def load_prompts(path: Path) -> tuple[BenchPrompt, ...]:
-    """Read a prompts file (see PROMPTS_FILE_HELP). Any problem is a one-line UsageError."""
+    """Read a prompts file (see PROMPTS_FILE_HELP). Any problem is a one-line BenchInputError."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"--prompts {path}: no such file") from None
+        raise BenchInputError(f"--prompts {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--prompts {path}: cannot read it ({exc})") from None
+        raise BenchInputError(f"--prompts {path}: cannot read it ({exc})") from None
     stripped = text.strip()
     if path.suffix.lower() == ".json" or stripped.startswith("["):
         prompts = _from_json(path, stripped)
     else:
         prompts = _from_text(text)
     if not prompts:
-        raise UsageError(f"--prompts {path}: the file has no prompts; write {PROMPTS_FILE_HELP}")
+        raise BenchInputError(f"--prompts {path}: the file has no prompts; write {PROMPTS_FILE_HELP}")
     names = [prompt.name for prompt in prompts]
     duplicate = next((name for name in names if names.count(name) > 1), None)
     if duplicate is not None:
-        raise UsageError(f"--prompts {path}: the name {duplicate!r} is used twice; give each prompt its own")
+        raise BenchInputError(f"--prompts {path}: the name {duplicate!r} is used twice; give each prompt its own")
     return prompts
 
 
@@ -114,9 +114,9 @@ def _from_json(path: Path, text: str) -> tuple[BenchPrompt, ...]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise UsageError(f"--prompts {path}: not valid JSON ({exc}); write {PROMPTS_FILE_HELP}") from None
+        raise BenchInputError(f"--prompts {path}: not valid JSON ({exc}); write {PROMPTS_FILE_HELP}") from None
     if not isinstance(data, list):
-        raise UsageError(f"--prompts {path}: the JSON is not a list; write {PROMPTS_FILE_HELP}")
+        raise BenchInputError(f"--prompts {path}: the JSON is not a list; write {PROMPTS_FILE_HELP}")
     prompts: list[BenchPrompt] = []
     for i, item in enumerate(data, start=1):
         if isinstance(item, str):
@@ -124,19 +124,14 @@ def _from_json(path: Path, text: str) -> tuple[BenchPrompt, ...]:
                 prompts.append(BenchPrompt(f"prompt-{i}", item.strip()))
             continue
         if not isinstance(item, dict):
-            raise UsageError(
+            raise BenchInputError(
                 f"--prompts {path}: item {i} is {type(item).__name__}, not a string or a "
                 '{"name": ..., "prompt": ...} object'
             )
         try:
             entry = _PromptEntry.model_validate(item)
         except ValidationError as exc:
-            raise UsageError(f"--prompts {path}: item {i}: {_first_error(exc)}") from None
+            raise BenchInputError(f"--prompts {path}: item {i}: {first_error(exc)}") from None
         prompts.append(BenchPrompt(entry.name or f"prompt-{i}", entry.prompt.strip()))
     return tuple(prompts)
 
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else error["msg"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
 
-from localagent.bench.results import RequestResult, TargetResult
+from server.bench.results import RequestResult, TargetResult
 
 OVERALL = "overall"
 # Client-observed tok/s over server tok/s. Below this the runtime itself costs noticeable speed.
@@ -97,30 +97,3 @@ def _median(values: Iterable[float | int | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return median(present) if present else None
 
-
-# -- formatting shared by the terminal table, the report and the chart ------------------------------
-
-
-def fmt_tps(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def fmt_pct(value: float | None) -> str:
-    # "-" means nothing was drafted (or nothing measured): never print it as 0 %.
-    return "-" if value is None else f"{value * 100:.0f}%"
-
-
-def fmt_speedup(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}×"
-
-
-def fmt_seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def fmt_count(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}"
-
-
-def fmt_ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"

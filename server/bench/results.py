@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from localagent.bench.prompts import BenchPrompt
+from server.bench.prompts import BenchPrompt
 
 TargetKind = Literal["profile", "url"]
 

@@ -11,10 +11,17 @@ from typing import Any, Protocol
 
 import httpx2
 
-from localagent.bench.load import busy_neighbours
-from localagent.bench.client import Endpoint, describe_failure, fetch_props, request_body, scrape_metrics, stream_chat
-from localagent.bench.prompts import WARMUP_PROMPT, BenchPrompt
-from localagent.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
+from server.bench.client import (
+    Endpoint,
+    describe_failure,
+    fetch_props,
+    request_body,
+    scrape_metrics,
+    stream_chat,
+)
+from server.bench.load import busy_neighbours
+from server.bench.prompts import WARMUP_PROMPT, BenchPrompt
+from server.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
 from server.supervisor import ServerState

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from localagent.bench.summary import OVERALL, Summary
-from localagent.errors import UsageError
+from server.bench.summary import OVERALL, Summary
+from server.errors import BenchInputError
 from server.profiles import Profile, Speculative, first_error
 
 # Draft models (DFlash and classic drafts): how many tokens to draft, and the confidence floor
@@ -49,14 +49,14 @@ def parse_grid(items: Sequence[str], spec_type: str) -> list[dict[str, Any]]:
         key, sep, values = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not values.strip():
-            raise UsageError(f"--grid {item!r}: write KEY=V1,V2 (e.g. n_max=4,8,15)")
+            raise BenchInputError(f"--grid {item!r}: write KEY=V1,V2 (e.g. n_max=4,8,15)")
         if key not in allowed:
-            raise UsageError(f"--grid {item!r}: for {spec_type} profiles the keys are {', '.join(allowed)}")
+            raise BenchInputError(f"--grid {item!r}: for {spec_type} profiles the keys are {', '.join(allowed)}")
         kind = float if key == "p_min" else int
         try:
             axes[key] = [kind(v) for v in values.split(",") if v.strip()]
         except ValueError:
-            raise UsageError(f"--grid {item!r}: {key} takes {'numbers' if kind is float else 'whole numbers'}") from None
+            raise BenchInputError(f"--grid {item!r}: {key} takes {'numbers' if kind is float else 'whole numbers'}") from None
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
@@ -71,7 +71,7 @@ def check_sweepable(profile: Profile) -> None:
     if spec_type not in SWEEP_KEYS:
         kinds = ", ".join(SWEEP_KEYS)
         what = "no speculative decoding" if spec_type == "none" else f"speculative type {spec_type}"
-        raise UsageError(f"--sweep tunes {kinds} profiles; {profile.name!r} has {what}")
+        raise BenchInputError(f"--sweep tunes {kinds} profiles; {profile.name!r} has {what}")
 
 
 def build_variants(profile: Profile, grid: Sequence[dict[str, Any]]) -> tuple[list[Variant], dict[str, Profile]]:
@@ -88,11 +88,11 @@ def build_variants(profile: Profile, grid: Sequence[dict[str, Any]]) -> tuple[li
         try:
             spec = Speculative.model_validate({**profile.speculative.model_dump(exclude_unset=True), **point})
         except ValidationError as exc:
-            raise UsageError(f"--grid: {first_error(exc)}") from None
+            raise BenchInputError(f"--grid: {first_error(exc)}") from None
         profiles[name] = profile.model_copy(update={"name": name, "speculative": spec})
         variants.append(Variant(name, " ".join(f"{k}={v}" for k, v in point.items()), dict(point)))
     if len(variants) == 1:
-        raise UsageError("--grid leaves nothing to try besides the current settings")
+        raise BenchInputError("--grid leaves nothing to try besides the current settings")
     return variants, profiles
 
 

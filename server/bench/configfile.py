@@ -13,8 +13,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from localagent.errors import UsageError
-from server.errors import ProfileError
+from server.errors import BenchInputError, ProfileError
 from server.profiles import BUILTIN_PROFILES, load_profiles
 
 
@@ -29,15 +28,15 @@ def save_profile_settings(config_file: Path, name: str, section: str, values: Ma
     except FileNotFoundError:
         text = ""
     except OSError as exc:
-        raise UsageError(f"{config_file}: cannot read it ({exc.strerror})") from None
+        raise BenchInputError(f"{config_file}: cannot read it ({exc.strerror})") from None
     try:
         document = tomlkit.parse(text)
     except TOMLKitError as exc:
-        raise UsageError(f"{config_file}: not valid TOML ({exc}); fix it before saving into it") from None
+        raise BenchInputError(f"{config_file}: not valid TOML ({exc}); fix it before saving into it") from None
 
     profiles = _table(document, "profiles", config_file, "profiles", super_table=True)
     if name not in profiles and name not in BUILTIN_PROFILES:
-        raise UsageError(
+        raise BenchInputError(
             f"profile {name!r} is not defined in {config_file}; --save writes only there, so add the "
             "profile to that file (or save from a built-in profile)"
         )
@@ -53,7 +52,7 @@ def save_profile_settings(config_file: Path, name: str, section: str, values: Ma
     try:
         load_profiles(document.unwrap().get("profiles", {}), origin=str(config_file))
     except ProfileError as exc:
-        raise UsageError(f"not saved: {exc}") from None
+        raise BenchInputError(f"not saved: {exc}") from None
     config_file.parent.mkdir(parents=True, exist_ok=True)
     partial = config_file.with_name(config_file.name + ".partial")
     partial.write_text(tomlkit.dumps(document), encoding="utf-8")
@@ -69,5 +68,5 @@ def _table(parent: Any, key: str, config_file: Path, dotted: str, super_table: b
         parent[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=super_table)
     table = parent[key]
     if not isinstance(table, Mapping):
-        raise UsageError(f"{config_file}: {dotted} is not a table; fix it before saving into it")
+        raise BenchInputError(f"{config_file}: {dotted} is not a table; fix it before saving into it")
     return table

@@ -1,18 +1,35 @@
 """A synthetic agent and runtime: a canned event stream at a chosen token rate, no server.
 
-Used by the benchmark (scripts/tui_bench.py) and by snapshot tests, which need the app without a
-network. It has the same surface the TUI uses on the real ``Agent``.
+A test double: used by the snapshot and app tests, which need the app without a network, and by
+the benchmark (scripts/tui_bench.py). It satisfies ``tui.runtime.TuiRuntime`` / ``TuiAgent``, the
+surface the TUI uses on the real runtime and ``Agent``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.events import Event, HistoryReplaced, MessageAppended, Metrics, Notice, TextDelta, TurnFinished, TurnStarted
+from agent.events import (
+    Event,
+    HistoryReplaced,
+    MessageAppended,
+    Metrics,
+    Notice,
+    TextDelta,
+    TurnFinished,
+    TurnStarted,
+)
+
+if TYPE_CHECKING:
+    from agent.checkpoints import CheckpointStore
+    from server.manager import ServerHandle
+    from server.supervisor import SupervisorStatus
+    from tools.mcp import McpManager
+    from tui.runtime import RuntimeFactory
 
 # Realistic Markdown: paragraphs, a list, a code fence, so the stream exercises block parsing.
 PARAGRAPHS = [
@@ -113,21 +130,24 @@ class SyntheticAgent:
 
 @dataclass
 class SyntheticRuntime:
-    agent: Any
-    server: Any = None
+    agent: SyntheticAgent
+    server: ServerHandle | None = None
     session_id: str = "synthetic"
-    checkpoints: Any = None
+    checkpoints: CheckpointStore | None = None
     base_url: str = "synthetic://"
+    api_key: str | None = None
+    mcp: McpManager | None = None
+    notes: list[str] = field(default_factory=list)
     closed: bool = False
 
     async def close(self) -> None:
         self.closed = True
 
 
-def factory_for(runtime: SyntheticRuntime):
+def factory_for(runtime: SyntheticRuntime) -> RuntimeFactory:
     """A runtime factory that hands back ``runtime`` at once."""
 
-    async def build(on_status: Any) -> SyntheticRuntime:
+    async def build(on_status: Callable[[SupervisorStatus], None]) -> SyntheticRuntime:
         return runtime
 
     return build

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
 
-from localagent.bench.results import BenchSettings, RequestResult
+from server.bench.results import BenchSettings, RequestResult
+from server.http import auth_headers, server_root
+from server.props import fetch_props as fetch_server_props
 from server.telemetry import MetricsSnapshot, RequestTimings, parse_metrics
 
 # Generation can pause for long between chunks while a big model processes its prompt.
@@ -28,14 +30,12 @@ class Endpoint:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return auth_headers(self.api_key)
 
 
 def normalize_base_url(url: str) -> str:
-    url = url.strip().rstrip("/")
-    for suffix in ("/v1/chat/completions", "/v1"):
-        url = url.removesuffix(suffix)
-    return url
+    """The server's root for a URL given as the root, its /v1 or its chat completions endpoint."""
+    return server_root(url.strip().rstrip("/").removesuffix("/v1/chat/completions"))
 
 
 def request_body(endpoint: Endpoint, prompt: str, max_tokens: int, seed: int, settings: BenchSettings) -> dict[str, Any]:
@@ -61,11 +61,7 @@ async def stream_chat(
     client: httpx2.AsyncClient, endpoint: Endpoint, body: dict[str, Any], result: RequestResult
 ) -> RequestResult:
     """Send one streamed request and fill ``result``; errors raise (the caller marks the row failed)."""
-    timings: RequestTimings | None = None
-    usage: dict[str, Any] = {}
-    first: _Mark | None = None
-    last: _Mark | None = None
-    done = False
+    stream = _Stream(result)
     sent_at = time.perf_counter()
     async with client.stream(
         "POST", f"{endpoint.base_url}/v1/chat/completions", json=body, headers=endpoint.headers,
@@ -79,45 +75,13 @@ async def stream_chat(
                 continue
             payload = line[5:].strip()
             if payload == "[DONE]":
-                done = True
+                stream.done = True
                 break
-            now = time.perf_counter()
-            chunk = json.loads(payload)
-            if "error" in chunk:
-                raise StreamError(f"the server reported: {_describe_error(chunk['error'])}")
-            if chunk.get("timings"):
-                timings = RequestTimings.from_json(chunk["timings"]) or timings
-            has_content = False
-            for choice in chunk.get("choices") or ():
-                delta = choice.get("delta") or {}
-                has_content = has_content or bool(delta.get("content") or delta.get("reasoning_content"))
-                if choice.get("finish_reason"):
-                    result.finish_reason = choice["finish_reason"]
-            if has_content:
-                mark = _Mark(now, timings if chunk.get("timings") else None)
-                first = first or mark
-                last = mark
-            if chunk.get("usage"):
-                usage = chunk["usage"]
+            stream.take(time.perf_counter(), json.loads(payload))
     finished_at = time.perf_counter()
-    if not done:
+    if not stream.done:
         raise StreamError("the stream ended before [DONE]; the server may have died")
-    result.wall_s = finished_at - sent_at
-    if first is not None:
-        result.ttft_s = first.at - sent_at
-    result.prompt_tokens = usage.get("prompt_tokens")
-    result.completion_tokens = usage.get("completion_tokens")
-    result.cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    if timings is not None:
-        result.prompt_tokens = result.prompt_tokens or timings.cache_n + timings.prompt_n
-        result.completion_tokens = timings.predicted_n or result.completion_tokens
-        result.server_tps = timings.predicted_per_second or None
-        result.gen_seconds = timings.predicted_ms / 1000.0
-        result.prompt_seconds = timings.prompt_ms / 1000.0
-        result.draft_n = timings.draft_n
-        result.draft_accepted = timings.draft_n_accepted
-    result.client_tps, result.server_window_tps = observed_rates(result.completion_tokens, first, last)
-    return result
+    return stream.fill(sent_at, finished_at)
 
 
 @dataclass(frozen=True)
@@ -126,6 +90,57 @@ class _Mark:
 
     at: float
     timings: RequestTimings | None
+
+
+@dataclass
+class _Stream:
+    """What one streamed answer has brought so far."""
+
+    result: RequestResult
+    timings: RequestTimings | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    first: _Mark | None = None
+    last: _Mark | None = None
+    done: bool = False
+
+    def take(self, now: float, chunk: dict[str, Any]) -> None:
+        """One ``data:`` chunk, arrived at ``now``."""
+        if "error" in chunk:
+            raise StreamError(f"the server reported: {_describe_error(chunk['error'])}")
+        if chunk.get("timings"):
+            self.timings = RequestTimings.from_json(chunk["timings"]) or self.timings
+        has_content = False
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            has_content = has_content or bool(delta.get("content") or delta.get("reasoning_content"))
+            if choice.get("finish_reason"):
+                self.result.finish_reason = choice["finish_reason"]
+        if has_content:
+            mark = _Mark(now, self.timings if chunk.get("timings") else None)
+            self.first = self.first or mark
+            self.last = mark
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+
+    def fill(self, sent_at: float, finished_at: float) -> RequestResult:
+        """The result row: the usage counts, the server's own timings and the observed rates."""
+        result, usage, timings = self.result, self.usage, self.timings
+        result.wall_s = finished_at - sent_at
+        if self.first is not None:
+            result.ttft_s = self.first.at - sent_at
+        result.prompt_tokens = usage.get("prompt_tokens")
+        result.completion_tokens = usage.get("completion_tokens")
+        result.cached_tokens = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        if timings is not None:
+            result.prompt_tokens = result.prompt_tokens or timings.cache_n + timings.prompt_n
+            result.completion_tokens = timings.predicted_n or result.completion_tokens
+            result.server_tps = timings.predicted_per_second or None
+            result.gen_seconds = timings.predicted_ms / 1000.0
+            result.prompt_seconds = timings.prompt_ms / 1000.0
+            result.draft_n = timings.draft_n
+            result.draft_accepted = timings.draft_n_accepted
+        result.client_tps, result.server_window_tps = observed_rates(result.completion_tokens, self.first, self.last)
+        return result
 
 
 def observed_rates(tokens: int | None, first: _Mark | None, last: _Mark | None) -> tuple[float | None, float | None]:
@@ -167,12 +182,7 @@ async def scrape_metrics(client: httpx2.AsyncClient, endpoint: Endpoint) -> Metr
 
 
 async def fetch_props(client: httpx2.AsyncClient, endpoint: Endpoint) -> dict[str, Any]:
-    try:
-        response = await client.get(f"{endpoint.base_url}/props", headers=endpoint.headers, timeout=10.0)
-        data = response.json() if response.status_code == 200 else {}
-    except (httpx2.HTTPError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return await fetch_server_props(endpoint.base_url, client, endpoint.api_key, timeout=10.0) or {}
 
 
 async def probe(client: httpx2.AsyncClient, endpoint: Endpoint) -> str | None:

@@ -7,7 +7,7 @@ import platform
 import shutil
 import subprocess
 
-from localagent.bench.results import MachineInfo
+from server.bench.results import MachineInfo
 from server.cpu import cpu_info
 
 

@@ -1,0 +1,190 @@
+"""The git repository checkpoints live in, and the plumbing they are made with.
+
+In a git repository that is the repository itself (private refs only; the user's branch,
+HEAD, index and stash are never touched); elsewhere a private bare "shadow" repository under
+the data directory, with the workspace as its work tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import AgentError
+from tools.safe_git import GIT_TIMEOUT_SECONDS, git_env, run_git
+
+__all__ = ["CheckpointError", "SnapshotRepo"]
+
+# Byte-exact round trips: no line-ending rewriting, no refusal over line endings, no chatter.
+_CONFIG_FLAGS = (
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "advice.addEmbeddedRepo=false",
+    "-c", "core.quotepath=false",
+)  # fmt: skip
+
+_GITLINK_MODE = "160000"
+# Directories no one wants snapshotted when the workspace is not a git repository.
+_SHADOW_EXCLUDES = (".git", ".venv/", "venv/", "node_modules/", "__pycache__/", ".mypy_cache/", ".pytest_cache/")
+
+
+class CheckpointError(AgentError):
+    """A checkpoint could not be created, listed or restored."""
+
+
+@dataclass(frozen=True)
+class _Layout:
+    work_tree: Path
+    git_dir: Path
+    # The index whose stat cache makes `git add -A` fast; copied, never written, for a user repo.
+    seed_index: Path
+    shadow: bool
+
+
+class SnapshotRepo:
+    """Runs git for the checkpoints of one workspace; found (or made) on first use."""
+
+    def __init__(self, workspace: Path, data_dir: Path) -> None:
+        self.workspace = workspace
+        self.data_dir = data_dir
+        self._layout: _Layout | None = None
+
+    @property
+    def layout(self) -> _Layout:
+        if self._layout is None:
+            self._layout = self._discover() or self._shadow_layout()
+        return self._layout
+
+    def _discover(self) -> _Layout | None:
+        try:
+            proc = run_git(
+                "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index",
+                cwd=self.workspace, env=_clean_env(), filters=[],
+            )
+        except FileNotFoundError as exc:
+            raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(f"git did not answer in {self.workspace} (a FIFO in its config?)") from None
+        lines = os.fsdecode(proc.stdout).splitlines()
+        if proc.returncode != 0 or len(lines) != 3:
+            return None
+        top, git_dir, index = lines
+        return _Layout(Path(top), Path(git_dir), (self.workspace / index).resolve(), shadow=False)
+
+    def _shadow_layout(self) -> _Layout:
+        key = hashlib.sha256(os.fsencode(self.workspace)).hexdigest()[:16]
+        git_dir = self.data_dir / "shadow" / f"{key}.git"
+        if not (git_dir / "HEAD").exists():
+            git_dir.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                proc = run_git("init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[])
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise CheckpointError(f"cannot create the checkpoint repository {git_dir}: {exc}") from None
+            if proc.returncode != 0:
+                raise CheckpointError(f"cannot create the checkpoint repository {git_dir}: {_first_line(proc.stderr)}")
+            (git_dir / "localagent-workspace").write_text(f"{self.workspace}\n", encoding="utf-8")
+        excludes = list(_SHADOW_EXCLUDES)
+        data_dir = self.data_dir.resolve()
+        if data_dir.is_relative_to(self.workspace) and data_dir != self.workspace:
+            excludes.append("/" + data_dir.relative_to(self.workspace).as_posix() + "/")
+        info = git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text("\n".join(excludes) + "\n", encoding="utf-8")
+        return _Layout(self.workspace, git_dir, git_dir / "index", shadow=True)
+
+    def git(
+        self,
+        *args: str,
+        index: Path | None = None,
+        stdin: bytes | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> bytes:
+        layout = self.layout
+        env = _clean_env()
+        env["GIT_DIR"] = str(layout.git_dir)
+        env["GIT_WORK_TREE"] = str(layout.work_tree)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        env.update(extra_env or {})
+        try:
+            proc = run_git(*_CONFIG_FLAGS, *args, cwd=layout.work_tree, env=env, input=stdin)
+        except FileNotFoundError as exc:
+            raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(
+                f"git {args[0]} did not finish in {GIT_TIMEOUT_SECONDS:.0f} s in {layout.work_tree} "
+                "(a FIFO where a file should be?)"
+            ) from None
+        if proc.returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed in {layout.work_tree}: {_first_line(proc.stderr)}")
+        return proc.stdout
+
+    def snapshot_tree(self, scratch: Path) -> str:
+        """Write the working tree (tracked + untracked, minus ignored) as a tree object."""
+        layout = self.layout
+        index = scratch / "index"
+        if layout.seed_index.is_file():
+            shutil.copyfile(layout.seed_index, index)
+        self.git("add", "--all", index=index)
+        tree = self.git("write-tree", index=index).decode().strip()
+        if layout.shadow:
+            # The shadow's own index is private: keep its stat cache warm for the next snapshot.
+            keep = layout.git_dir / f"index.{os.getpid()}.tmp"
+            shutil.copyfile(index, keep)
+            os.replace(keep, layout.seed_index)
+        return tree
+
+    def tree_changes(self, current: str, target: str) -> tuple[list[str], list[str]]:
+        """Paths to delete and paths to write to turn `current` into `target` (gitlinks skipped)."""
+        out = self.git("diff-tree", "-r", "-z", "--no-renames", current, target)
+        fields = out.split(b"\0")
+        to_remove: list[str] = []
+        to_write: list[str] = []
+        for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(b":"):
+                continue
+            old_mode, new_mode, _old, _new, status = meta[1:].decode().split(" ")
+            if _GITLINK_MODE in (old_mode, new_mode):
+                # A nested repository is the user's business; never delete or rewrite it.
+                continue
+            path = os.fsdecode(raw_path)
+            if status == "D":
+                to_remove.append(path)
+            else:
+                to_write.append(path)
+        return to_remove, to_write
+
+    def remove_file(self, relative: str) -> None:
+        root = self.layout.work_tree
+        path = root / relative
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        # Directories that only held removed files go too, as they did not exist at the checkpoint.
+        parent = path.parent
+        while parent != root and parent.is_relative_to(root):
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+
+
+def _clean_env() -> dict[str, str]:
+    # Hardened (see tools.safe_git); checkpoint commits must work without the user's identity.
+    return git_env(
+        GIT_AUTHOR_NAME="localagent",
+        GIT_AUTHOR_EMAIL="localagent@localhost",
+        GIT_COMMITTER_NAME="localagent",
+        GIT_COMMITTER_EMAIL="localagent@localhost",
+    )
+
+
+def _first_line(stderr: bytes) -> str:
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()
+    return "no error message"

@@ -1,0 +1,122 @@
+"""What a front end asks of the agent it builds, and the command-line flags that say it.
+
+One builder for `localagent run` and for the TUI (`localagent` with no command): the same flags,
+the same checks. The TUI's flags sit on the top-level parser next to the subcommands, so they
+take ``dest`` names with a prefix (``tui_profile``) that keep them apart from `run`'s own.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.permissions import MODE_NAMES, ModeHint, default_mode_hint
+from localagent.errors import UsageError
+from localagent.urls import EXAMPLE, url_problem
+
+if TYPE_CHECKING:
+    from agent.loop import AgentTool
+    from localagent.context import AppContext
+    from tools.mcp import AskApproval
+
+SANDBOX_HELP = "bash runs under an OS sandbox (Landlock) in every mode; 'off' is allowed with --mode full-auto"
+
+
+@dataclass
+class AgentOptions:
+    profile: str | None = None
+    base_url: str | None = None
+    mode: str | None = None
+    max_steps: int | None = None
+    resume: str | None = None
+    headless: bool = False
+    port: int | str | None = None
+    extra_tools: list[AgentTool] = field(default_factory=list)
+    mcp_config: Path | None = None
+    trust_project_mcp: bool = False
+    # The TUI's way to ask about a repo's own .mcp.json servers; without it they are skipped.
+    approve_project_mcp: AskApproval | None = None
+    sandbox: str | None = None  # "off" only with full-auto; None keeps the mode's sandbox
+    # How this front end's user picks a mode ("--mode X", "/mode X"), for the policy's advice.
+    mode_hint: ModeHint = default_mode_hint
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "", headless: bool = False) -> None:
+    """--mode, --profile | --base-url, --sandbox, --resume, --mcp-config, --trust-project-mcp."""
+    default = "agent.headless_mode, auto-edit" if headless else "agent.mode, ask"
+    parser.add_argument(
+        "--mode", dest=f"{dest_prefix}mode", choices=MODE_NAMES, help=f"permission mode (default: {default})"
+    )
+    endpoint = parser.add_mutually_exclusive_group()
+    endpoint.add_argument(
+        "--profile", dest=f"{dest_prefix}profile", metavar="PROFILE",
+        help="server profile to start or attach to (default: server.profile)",
+    )
+    endpoint.add_argument(
+        "--base-url", dest=f"{dest_prefix}base_url", metavar="BASE_URL",
+        help="use this OpenAI-compatible endpoint instead of a managed server",
+    )
+    parser.add_argument("--sandbox", dest=f"{dest_prefix}sandbox", choices=["on", "off"], help=SANDBOX_HELP)
+    parser.add_argument("--resume", dest=f"{dest_prefix}resume", metavar="ID|last", help="continue a saved session")
+    add_mcp_arguments(parser, dest_prefix=dest_prefix)
+
+
+def add_mcp_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
+    parser.add_argument(
+        "--mcp-config", dest=f"{dest_prefix}mcp_config", type=Path, metavar="FILE",
+        help="more MCP servers, in .mcp.json format",
+    )
+    parser.add_argument(
+        "--trust-project-mcp", dest=f"{dest_prefix}trust_project_mcp", action="store_true",
+        help="start the servers of this repository's .mcp.json without asking",
+    )
+
+
+def options_from_args(
+    args: argparse.Namespace, *, dest_prefix: str = "", headless: bool, max_steps: int | None = None
+) -> AgentOptions:
+    """The options the flags of ``add_agent_arguments`` give; a bad value fails here, before
+    anything starts (an unknown profile needs the configuration: see ``check_profile``)."""
+
+    def arg(name: str) -> Any:
+        return getattr(args, dest_prefix + name)
+
+    resume, base_url = arg("resume"), arg("base_url")
+    if resume is not None and not resume.strip():
+        raise UsageError("--resume needs a session id or 'last'; see `localagent sessions`")
+    if base_url is not None:
+        check_base_url(base_url)
+    check_mcp_config(arg("mcp_config"))
+    return AgentOptions(
+        profile=arg("profile"),
+        base_url=base_url,
+        mode=arg("mode"),
+        max_steps=max_steps,
+        resume=resume,
+        headless=headless,
+        mcp_config=arg("mcp_config"),
+        trust_project_mcp=arg("trust_project_mcp"),
+        sandbox=arg("sandbox"),
+    )
+
+
+def check_base_url(url: str, flag: str = "--base-url") -> None:
+    problem = url_problem(url)
+    if problem is not None:
+        raise UsageError(f"{flag} {url!r} {problem}; {EXAMPLE}")
+
+
+def check_mcp_config(path: Path | None) -> None:
+    """A --mcp-config that does not exist is a typo: fail before anything starts."""
+    if path is not None and not path.expanduser().is_file():
+        raise UsageError(f"--mcp-config {path} does not exist; give the path of a .mcp.json-style file")
+
+
+def check_profile(ctx: AppContext, name: str | None) -> None:
+    """An unknown profile fails before anything starts (or the screen opens)."""
+    if name:
+        from server.profiles import get_profile
+
+        get_profile(ctx.profiles, name)

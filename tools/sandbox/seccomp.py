@@ -1,0 +1,180 @@
+"""A seccomp filter for what Landlock's TCP rules miss: Multipath TCP sockets and io_uring.
+
+With the network off, Landlock's TCP rules leave out Multipath TCP (IPPROTO_MPTCP), which falls
+back to plain TCP and so reaches any TCP listener. This filter closes that: socket() with that
+protocol fails, and so does io_uring_setup, since IORING_OP_SOCKET creates sockets where seccomp
+cannot see the protocol. It is written in classic BPF and assembled here, once per process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import functools
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tools.sandbox.libc import libc_handle
+
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+_IPPROTO_MPTCP = 262
+_SYS_SOCKET = 1  # socketcall's first argument when it stands for socket()
+_X32_SYSCALL_BIT = 0x40000000
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_AUDIT_ARCH_I386 = 0x40000003
+_AUDIT_ARCH_AARCH64 = 0xC00000B7
+_AUDIT_ARCH_ARM = 0x40000028
+# Classic BPF opcodes a seccomp filter is written in.
+_BPF_LD_W_ABS = 0x20
+_BPF_ALU_AND_K = 0x54
+_BPF_JEQ_K = 0x15
+_BPF_RET_K = 0x06
+# struct seccomp_data: int nr, u32 arch, u64 instruction_pointer, u64 args[6].
+_DATA_NR = 0
+_DATA_ARCH = 4
+_DATA_ARGS = 16
+
+
+@dataclass(frozen=True)
+class _Denial:
+    """One system call refused with `errno`; with `arg`, only when that argument equals `value`."""
+
+    nr: int
+    errno: int
+    arg: int | None = None
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class _ArchRules:
+    audit_arch: int
+    denials: tuple[_Denial, ...]
+    nr_mask: int = 0xFFFFFFFF
+
+
+def _network_denials(socket_nr: int) -> tuple[_Denial, ...]:
+    # EPROTONOSUPPORT is what a kernel without MPTCP says, so programs that try MPTCP first fall
+    # back to TCP, which Landlock then decides on. ENOSYS makes io_uring users fall back to
+    # plain system calls; both numbers below are the same in every table (unified numbering).
+    return (_Denial(socket_nr, errno.EPROTONOSUPPORT, arg=2, value=_IPPROTO_MPTCP),
+            _Denial(425, errno.ENOSYS))  # io_uring_setup
+
+
+# Every system call table a process of this machine can reach. A 64-bit x86 process can also make
+# i386 calls (int 0x80) and x32 calls (the x32 bit in the number), so those are covered too.
+_NETWORK_RULES: dict[str, tuple[_ArchRules, ...]] = {
+    "x86_64": (
+        _ArchRules(_AUDIT_ARCH_X86_64, _network_denials(41), nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF),
+        # i386 socketcall hides socket()'s protocol in memory a filter cannot read, so with the
+        # network off it creates no sockets at all: only 32-bit programs notice.
+        _ArchRules(_AUDIT_ARCH_I386, (*_network_denials(359), _Denial(102, errno.EACCES, arg=0, value=_SYS_SOCKET))),
+    ),
+    "aarch64": (
+        _ArchRules(_AUDIT_ARCH_AARCH64, _network_denials(198)),
+        _ArchRules(_AUDIT_ARCH_ARM, _network_denials(281)),  # AArch32 EABI has no socketcall
+    ),
+}
+_NETWORK_RULES["arm64"] = _NETWORK_RULES["aarch64"]
+
+_Insn = tuple[int, int | str, int | str, int]  # code, jt, jf, k; a str jump names a label
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+@dataclass(frozen=True)
+class SeccompProgram:
+    """A filter ready for prctl; holds the instruction array so the pointer stays valid."""
+
+    instructions: ctypes.Array[_SockFilter]
+    fprog: _SockFprog
+
+
+def _ret(value: int) -> _Insn:
+    return (_BPF_RET_K, 0, 0, value)
+
+
+def _arg_low_word(index: int) -> int:
+    # The low 32 bits come first on these little-endian machines, and an int argument such as
+    # socket()'s protocol is only those: the kernel ignores whatever a caller puts above them.
+    return _DATA_ARGS + 8 * index
+
+
+def _arch_block(index: int, rules: _ArchRules) -> list[_Insn | str]:
+    allow = f"allow{index}"
+    block: list[_Insn | str] = [f"arch{index}", (_BPF_LD_W_ABS, 0, 0, _DATA_NR)]
+    if rules.nr_mask != 0xFFFFFFFF:
+        block.append((_BPF_ALU_AND_K, 0, 0, rules.nr_mask))
+    for number, denial in enumerate(rules.denials):
+        skip = f"arch{index}.{number}"
+        block.append((_BPF_JEQ_K, 0, skip, denial.nr))
+        if denial.arg is not None:
+            # The number matched, so no other denial applies: a different argument is allowed.
+            block += [(_BPF_LD_W_ABS, 0, 0, _arg_low_word(denial.arg)), (_BPF_JEQ_K, 0, allow, denial.value)]
+        block += [_ret(_SECCOMP_RET_ERRNO | denial.errno), skip]
+    block += [allow, _ret(_SECCOMP_RET_ALLOW)]
+    return block
+
+
+def _filter_source(arches: Sequence[_ArchRules]) -> list[_Insn | str]:
+    source: list[_Insn | str] = [(_BPF_LD_W_ABS, 0, 0, _DATA_ARCH)]
+    source += [(_BPF_JEQ_K, f"arch{i}", 0, rules.audit_arch) for i, rules in enumerate(arches)]
+    # A table this filter does not know is refused whole rather than let through unchecked.
+    source.append(_ret(_SECCOMP_RET_ERRNO | errno.ENOSYS))
+    for i, rules in enumerate(arches):
+        source += _arch_block(i, rules)
+    return source
+
+
+def _assemble(source: Sequence[_Insn | str]) -> list[tuple[int, int, int, int]]:
+    """Resolve label jumps to the forward offsets classic BPF takes."""
+    labels: dict[str, int] = {}
+    insns: list[_Insn] = []
+    for item in source:
+        if isinstance(item, str):
+            labels[item] = len(insns)
+        else:
+            insns.append(item)
+
+    def offset(target: int | str, at: int) -> int:
+        return target if isinstance(target, int) else labels[target] - at - 1
+
+    return [(code, offset(jt, at), offset(jf, at), k) for at, (code, jt, jf, k) in enumerate(insns)]
+
+
+@functools.cache
+def network_filter() -> SeccompProgram:
+    arches = _NETWORK_RULES[platform.machine().lower()]
+    insns = _assemble(_filter_source(arches))
+    array = (_SockFilter * len(insns))(*(_SockFilter(*insn) for insn in insns))
+    return SeccompProgram(array, _SockFprog(len(insns), ctypes.cast(array, ctypes.POINTER(_SockFilter))))
+
+
+@functools.cache
+def seccomp_reason() -> str:
+    """Why the network filter cannot be installed here; empty when it can."""
+    if sys.platform != "linux" or platform.machine().lower() not in _NETWORK_RULES:
+        return f"no seccomp filter is known for {sys.platform} on {platform.machine()}"
+    # A NULL program installs nothing: EFAULT says filter mode is there and the pointer was read.
+    probe = libc_handle().prctl(
+        ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER), None, ctypes.c_ulong(0), ctypes.c_ulong(0)
+    )
+    if probe == 0:
+        return "seccomp answered a probe that must fail"
+    err = ctypes.get_errno()
+    if err == errno.EFAULT:
+        return ""
+    if err == errno.EINVAL:
+        return "the kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)"
+    return f"seccomp filters are refused: {os.strerror(err)}"
