@@ -167,6 +167,38 @@ async def test_cancellation_kills_the_process_group(ctx: ToolContext) -> None:
     assert wait_until_dead(int(pid_file.read_text())), "child survived cancellation"
 
 
+async def test_cancelled_while_bash_is_starting_kills_what_it_already_started(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # asyncio forks the shell before it has wired up the output pipe. Hold the wiring until the
+    # shell has put a job in the background, cancel in that window, then let the wiring finish:
+    # the job must die with the shell, not outlive the cancelled call.
+    loop = asyncio.get_running_loop()
+    wire_pipe = loop.connect_read_pipe
+    released = asyncio.Event()
+
+    async def held_until_released(*args, **kwargs):
+        await released.wait()
+        return await wire_pipe(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "connect_read_pipe", held_until_released)
+    pid_file = ctx.workspace / "child.pid"
+    task = asyncio.create_task(BashTool().run({"command": f"sleep 1000 & echo $! > {pid_file}; sleep 1000"}, ctx))
+    await wait_for_file(pid_file)
+    job = int(pid_file.read_text())
+    try:
+        task.cancel()
+        await asyncio.sleep(0.2)
+        released.set()
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert task in done, "the cancelled call waits for the background job to end"
+        assert task.cancelled()
+        assert wait_until_dead(job), "the background job outlived the cancelled call"
+    finally:
+        if process_alive(job):
+            os.kill(job, 9)
+
+
 async def test_default_timeout_comes_from_context(ctx: ToolContext) -> None:
     ctx.bash_default_timeout = 0.3
     result = await BashTool().run({"command": "sleep 5"}, ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ class BashTool(Tool):
             capture.close(keep_spool=False)
             raise ToolError(f"could not set up the bash sandbox: {exc.strerror or exc}") from exc
         try:
-            transport, protocol = await loop.subprocess_exec(
+            transport, protocol = await _started(loop.subprocess_exec(
                 lambda: _CommandProtocol(capture),
                 *confinement.argv(["bash", "-c", command]),
                 stdin=subprocess.DEVNULL,
@@ -97,7 +98,10 @@ class BashTool(Tool):
                 # Own session = own process group, so a timeout can kill every descendant.
                 start_new_session=True,
                 preexec_fn=confinement.preexec_fn,
-            )
+            ))
+        except asyncio.CancelledError:
+            capture.close(keep_spool=False)
+            raise
         except OSError as exc:
             capture.close(keep_spool=False)
             raise ToolError(f"could not start bash: {exc}") from exc
@@ -130,6 +134,28 @@ class BashTool(Tool):
 
         exit_code = transport.get_returncode()
         return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement)
+
+
+async def _started(
+    spawn: Coroutine[Any, Any, tuple[asyncio.SubprocessTransport, _CommandProtocol]],
+) -> tuple[asyncio.SubprocessTransport, _CommandProtocol]:
+    """The started shell, even when the call is cancelled while it starts.
+
+    asyncio forks the shell before it has wired up the output pipe. Cancelled in that window,
+    its own clean-up kills the shell alone and then waits for the pipe to close, which a job the
+    shell already put in the background holds open: the cancel would hang and the job live on.
+    So the start is shielded; on cancellation it is let finish and its whole group is killed."""
+    start = asyncio.ensure_future(spawn)
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        try:
+            transport, _protocol = await start
+        except (OSError, subprocess.SubprocessError):
+            raise asyncio.CancelledError from None  # nothing started
+        signal_group(transport.get_pid(), signal.SIGKILL)
+        transport.close()
+        raise
 
 
 async def _wait_quietly(event: asyncio.Event, seconds: float) -> bool:
