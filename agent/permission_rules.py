@@ -1,8 +1,10 @@
 """Permission modes and allow / ask / deny rules as written in the configuration.
 
 Rules are written as in Claude Code: `bash(git status*)`, `edit(src/**)`, `view`, `mcp__git__*`.
-Before the parentheses is a glob on the tool name; inside is a pattern on the call: the command
-for bash, the workspace-relative path for file tools, the one-line call summary otherwise.
+Before the parentheses is a tool name, Claude Code's name for ours (`Read(.env)`) or a glob on
+the tool name (agent.rule_names); inside is a pattern on the call: the command for bash, the
+workspace-relative path for file tools, the one-line call summary otherwise. A name that names
+no tool is an error when the rules come from the configuration.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from enum import StrEnum
 from typing import Any, Literal, get_args
 
 from agent.errors import AgentError
+from agent.rule_names import is_file_alias, known_names_line, tool_globs, unknown_name_problem
 
 __all__ = [
     "ACTIONS",
@@ -30,6 +33,7 @@ __all__ = [
     "PermissionMode",
     "PermissionRules",
     "Rule",
+    "check_rule_name",
     "default_mode_hint",
 ]
 
@@ -87,6 +91,8 @@ class Rule:
     tool_glob: str
     # None: the rule covers every call of the tool.
     pattern: str | None
+    # The globs on our tool names it covers: its own name, or ours for a Claude Code name.
+    tools: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> Rule:
@@ -109,10 +115,16 @@ class Rule:
             raise PermissionConfigError(
                 f"invalid permission rule {raw!r}: tool name {tool!r} may only use letters, digits, _ . - and * ? [ ]"
             )
-        return cls(text=raw, tool_glob=tool, pattern=pattern)
+        if pattern is not None and is_file_alias(tool) and pattern.strip().startswith(("~", "//")):
+            raise PermissionConfigError(
+                f"invalid permission rule {raw!r}: file tools never leave the workspace, so a path from "
+                f"{pattern.strip()[:2]!r} names nothing they reach; write it relative to the workspace"
+            )
+        return cls(text=raw, tool_glob=tool, pattern=pattern, tools=tool_globs(tool))
 
     def covers_tool(self, tool_name: str) -> bool:
-        return fnmatch.fnmatchcase(tool_name.lower(), self.tool_glob.lower())
+        name = tool_name.lower()
+        return any(fnmatch.fnmatchcase(name, glob.lower()) for glob in self.tools or (self.tool_glob,))
 
     def restricts(self, tool_name: str) -> bool:
         """Whether, as a deny or ask rule, it speaks about calls of this tool: its own, or reading paths."""
@@ -129,15 +141,24 @@ class PermissionRules:
     deny: list[Rule] = field(default_factory=list)
 
     @classmethod
-    def from_config(cls, data: Mapping[str, Any] | None) -> PermissionRules:
-        """From `{"allow": [...], "ask": [...], "deny": [...]}`; unknown keys are errors."""
+    def from_config(
+        cls, data: Mapping[str, Any] | None, *, tool_names: Iterable[str] = (), origin: str = "agent.permissions"
+    ) -> PermissionRules:
+        """From `{"allow": [...], "ask": [...], "deny": [...]}`; unknown keys are errors.
+
+        So is a rule whose name names no tool: one of ours or of `tool_names` (tools given besides
+        the built-in ones), Claude Code's name for ours, `mcp__...`, or a glob that could match one.
+        Such an error starts with `origin.LIST: ` (nothing when `origin` is "": the caller names it).
+        """
         rules = cls()
+        extra = tuple(tool_names)
         for key, values in (data or {}).items():
             if key not in ACTIONS:
                 raise PermissionConfigError(f"unknown permission list {key!r}; use allow, ask or deny")
             if isinstance(values, str) or not isinstance(values, Iterable):
                 raise PermissionConfigError(f"permissions.{key} must be a list of rule strings")
             for value in values:
+                check_rule_name(Rule.parse(value), extra, where=f"{origin}.{key}" if origin else "")
                 rules.add(key, value)
         return rules
 
@@ -153,3 +174,13 @@ class PermissionRules:
     def restricting_patterns(self, tool_name: str) -> list[Rule]:
         """The deny and ask rules with a pattern that speak about calls of this tool."""
         return [rule for rule in (*self.deny, *self.ask) if rule.pattern is not None and rule.restricts(tool_name)]
+
+
+def check_rule_name(rule: Rule, tool_names: Iterable[str] = (), *, where: str = "") -> None:
+    """Refuse a rule whose name names no tool: it would allow, ask or deny nothing at all."""
+    problem = unknown_name_problem(rule.tool_glob, tool_names)
+    if problem is not None:
+        prefix = f"{where}: " if where else ""
+        raise PermissionConfigError(
+            f"{prefix}permission rule {rule.text!r} covers no tool: {problem}; {known_names_line()}"
+        )

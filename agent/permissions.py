@@ -8,8 +8,9 @@ an ask rule; then an allow rule; then the mode's default.
 Rules match what a call touches, not only what it says (agent.call_view): a file path as
 written and as resolved in the workspace, a bash command read through wrappers, quoting and
 command strings, a grep or glob by the files it would read. How each kind of rule matches is in
-agent.rule_matching; modes and the rules' syntax are in agent.permission_rules; patterns are
-matched in linear time by agent.wildcards.
+agent.rule_matching; modes and the rules' syntax are in agent.permission_rules, the tool names
+they may use (Claude Code's among them) in agent.rule_names; patterns are matched in linear time
+by agent.wildcards.
 """
 
 from __future__ import annotations

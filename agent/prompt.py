@@ -14,9 +14,14 @@ answers short. When the task is done, reply with a brief summary and no tool cal
 Call tools with the native tool-calling format. If you cannot, write exactly one call as
 <tool_call>{{"name": "TOOL", "arguments": {{...}}}}</tool_call>."""
 
+INSTRUCTIONS_HEADER = """# Instructions
+From AGENTS.md files: the user's own first (if any), then the repository's from its root down to
+the working directory. Follow them; where two disagree, the later, more specific one wins."""
+
 
 def system_prompt(workspace: Path, instructions: str = "") -> str:
+    """The base prompt, then the instructions (``agent.instructions.load_instructions``) if any."""
     text = BASE_PROMPT.format(workspace=workspace)
     if instructions.strip():
-        text += "\n\n# Project instructions\n" + instructions.strip()
+        text += "\n\n" + INSTRUCTIONS_HEADER + "\n\n" + instructions.strip()
     return text

@@ -12,8 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.permissions import MODE_NAMES, ModeHint, default_mode_hint
+from agent.permissions import (
+    MODE_NAMES,
+    ModeHint,
+    PermissionConfigError,
+    PermissionRules,
+    default_mode_hint,
+)
 from localagent.errors import UsageError
+from localagent.rule_lists import split_rules
 from localagent.urls import EXAMPLE, url_problem
 
 if TYPE_CHECKING:
@@ -39,12 +46,18 @@ class AgentOptions:
     # The TUI's way to ask about a repo's own .mcp.json servers; without it they are skipped.
     approve_project_mcp: AskApproval | None = None
     sandbox: str | None = None  # "off" only with full-auto; None keeps the mode's sandbox
+    # The request's `model` (llama-swap and Ollama route by it); None asks the server's /v1/models.
+    model: str | None = None
+    # Rules from --allowedTools / --disallowedTools, added to the configuration's allow and deny.
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
     # How this front end's user picks a mode ("--mode X", "/mode X"), for the policy's advice.
     mode_hint: ModeHint = default_mode_hint
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "", headless: bool = False) -> None:
-    """--mode, --profile | --base-url, --sandbox, --resume, --mcp-config, --trust-project-mcp."""
+    """--mode, --profile | --base-url, --model, --sandbox, --resume | -c, --mcp-config,
+    --trust-project-mcp, --allowed-tools, --disallowed-tools."""
     default = "agent.headless_mode, auto-edit" if headless else "agent.mode, ask"
     parser.add_argument(
         "--mode", dest=f"{dest_prefix}mode", choices=MODE_NAMES, help=f"permission mode (default: {default})"
@@ -58,9 +71,32 @@ def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "
         "--base-url", dest=f"{dest_prefix}base_url", metavar="BASE_URL",
         help="use this OpenAI-compatible endpoint instead of a managed server",
     )
+    parser.add_argument(
+        "--model", dest=f"{dest_prefix}model", metavar="NAME",
+        help="the model name requests carry (default: the profile's model_id, else the server's first /v1/models id)",
+    )
     parser.add_argument("--sandbox", dest=f"{dest_prefix}sandbox", choices=["on", "off"], help=SANDBOX_HELP)
     parser.add_argument("--resume", dest=f"{dest_prefix}resume", metavar="ID|last", help="continue a saved session")
+    parser.add_argument(
+        "-c", "--continue", dest=f"{dest_prefix}continue_last", action="store_true",
+        help="continue the most recent session in this workspace (--resume last)",
+    )
     add_mcp_arguments(parser, dest_prefix=dest_prefix)
+    add_rule_arguments(parser, dest_prefix=dest_prefix)
+
+
+def add_rule_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
+    """Claude Code's --allowedTools / --disallowedTools (either spelling): rule lists, comma- or
+    space-separated, added to the configured allow and deny rules."""
+    for flags, dest, what in (
+        (("--allowed-tools", "--allowedTools"), "allowed_tools", "allow"),
+        (("--disallowed-tools", "--disallowedTools"), "disallowed_tools", "deny"),
+    ):
+        parser.add_argument(
+            *flags, dest=f"{dest_prefix}{dest}", action="extend", nargs="+", default=[], metavar="RULE",
+            help=f"permission rules to {what}, comma- or space-separated, e.g. \"Bash(git log:*)\" Read;"
+            f" added to the config's {what} list (give the prompt first, or after --)",
+        )
 
 
 def add_mcp_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
@@ -83,12 +119,20 @@ def options_from_args(
     def arg(name: str) -> Any:
         return getattr(args, dest_prefix + name)
 
-    resume, base_url = arg("resume"), arg("base_url")
+    resume, base_url, model = arg("resume"), arg("base_url"), arg("model")
     if resume is not None and not resume.strip():
         raise UsageError("--resume needs a session id or 'last'; see `localagent sessions`")
+    if arg("continue_last"):
+        if resume is not None:
+            raise UsageError("-c/--continue is --resume last; give one or the other")
+        resume = "last"
     if base_url is not None:
         check_base_url(base_url)
+    if model is not None and (not model.strip() or not model.isprintable()):
+        raise UsageError(f"--model {model!r} must be a model name, e.g. --model qwen3-coder")
     check_mcp_config(arg("mcp_config"))
+    allowed = rule_list(arg("allowed_tools"), "--allowedTools")
+    disallowed = rule_list(arg("disallowed_tools"), "--disallowedTools")
     return AgentOptions(
         profile=arg("profile"),
         base_url=base_url,
@@ -99,7 +143,20 @@ def options_from_args(
         mcp_config=arg("mcp_config"),
         trust_project_mcp=arg("trust_project_mcp"),
         sandbox=arg("sandbox"),
+        model=model.strip() if model else None,
+        allowed_tools=allowed,
+        disallowed_tools=disallowed,
     )
+
+
+def rule_list(values: list[str] | None, flag: str) -> list[str]:
+    """The rules of a --allowedTools / --disallowedTools list; a bad rule fails here, as one line."""
+    rules = [rule for value in values or [] for rule in split_rules(value)]
+    try:
+        PermissionRules.from_config({"allow": rules}, origin="")
+    except PermissionConfigError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    return rules
 
 
 def check_base_url(url: str, flag: str = "--base-url") -> None:

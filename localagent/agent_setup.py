@@ -25,7 +25,9 @@ from localagent.agent_options import (
     AgentOptions,  # also imported from here with build_agent
 )
 from localagent.context import AppContext
+from localagent.saved_rules import ConfigRuleStore
 from localagent.errors import UsageError
+from localagent.model_name import request_model
 from server.http import server_root
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
@@ -37,6 +39,8 @@ from tools.mcp.setup import open_mcp
 from tools.registry import builtin_tools
 from tools.sandbox import SandboxPolicy, sandbox_available, sandbox_note
 
+# The user-level instructions file, in the config directory (beside config.toml and mcp.json).
+USER_INSTRUCTIONS = "AGENTS.md"
 # A long prompt on a slow GPU can take minutes before the first token: that is not a dead server.
 CLIENT_TIMEOUT = httpx2.Timeout(connect=10.0, read=1800.0, write=60.0, pool=30.0)
 
@@ -54,6 +58,28 @@ class AgentRuntime:
     notes: list[str] = field(default_factory=list)
     # The key the agent's requests carry, for the front end's own calls to the server (telemetry).
     api_key: str | None = None
+    # The `model` every request names (see localagent.model_name).
+    model: str = "local"
+    # Where the TUI's "allow always" can be saved (tui.runtime.RuleStore); None: session only.
+    rules: ConfigRuleStore | None = None
+
+    # tui.runtime.RuleStore, through the config files of this workspace.
+    def rule_targets(self) -> list[tuple[str, Path]]:
+        return self.rules.rule_targets() if self.rules is not None else []
+
+    def preview_rule(self, rule: str, target: Path) -> str:
+        return self._rules().preview_rule(rule, target)
+
+    def rule_note(self, target: Path) -> str | None:
+        return self._rules().rule_note(target)
+
+    def save_rule(self, rule: str, target: Path) -> None:
+        self._rules().save_rule(rule, target)
+
+    def _rules(self) -> ConfigRuleStore:
+        if self.rules is None:
+            raise ValueError("this session cannot save rules")
+        return self.rules
 
     async def close(self) -> None:
         if self.mcp is not None:
@@ -108,10 +134,11 @@ async def build_agent(
     # The session file is made only once the model answers: a run that cannot connect leaves no
     # empty session behind to hide the last real one from `undo` and `--resume last`.
     base_url, handle, n_ctx = await connect_endpoint(ctx, options, on_status)
+    model = await request_model(options.model, profile_model_id(ctx, options), base_url, ctx.settings.server.api_key)
     if resumed is not None:
         writer = store.resume(resumed)
     else:
-        writer = store.create(ctx.workspace, {"profile": options.profile or ctx.settings.server.profile})
+        writer = store.create(ctx.workspace, {"profile": options.profile or ctx.settings.server.profile, "model": model})
     session_id = writer.session_id
     api_key = ctx.settings.server.api_key or "not-needed"
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
@@ -128,23 +155,40 @@ async def build_agent(
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
     tool_ctx.before_write = checkpoints.preserve_before_write
     tools = [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])]
-    agent = assemble_agent(ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints)
+    agent = assemble_agent(
+        ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints, model=model
+    )
     note = sandbox_note(sandbox)
     if note:
         notes.append(note)
-    return AgentRuntime(agent, handle, session_id, checkpoints, base_url, writer, mcp, notes, api_key=api_key)
+    return AgentRuntime(
+        agent, handle, session_id, checkpoints, base_url, writer, mcp, notes, api_key=api_key, model=model,
+        rules=None if options.headless else ConfigRuleStore.for_workspace(ctx.paths, ctx.workspace),
+    )
 
 
 def permission_policy(ctx: AppContext, options: AgentOptions) -> tuple[PermissionPolicy, SandboxPolicy]:
     """The permission policy and the bash sandbox of the mode asked for (or configured)."""
     settings = ctx.settings.agent
     mode = options.mode or (settings.headless_mode if options.headless else settings.mode)
-    rules = PermissionRules.from_config(settings.permissions.model_dump())
+    configured = settings.permissions.model_dump()
+    # The command line's rules add to the configured ones; deny still wins over allow.
+    configured["allow"] = [*configured.get("allow", []), *options.allowed_tools]
+    configured["deny"] = [*configured.get("deny", []), *options.disallowed_tools]
+    rules = PermissionRules.from_config(configured, tool_names=[tool.name for tool in options.extra_tools])
     if options.sandbox == "off" and mode != "full-auto":
         raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
     sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
     policy = PermissionPolicy(mode, rules, bash_sandboxed=sandbox_available(sandbox), mode_hint=options.mode_hint)
     return policy, sandbox
+
+
+def profile_model_id(ctx: AppContext, options: AgentOptions) -> str | None:
+    """The managed profile's ``model_id`` (a --base-url endpoint has no profile)."""
+    if options.base_url or ctx.settings.server.base_url:
+        return None
+    profile = ctx.profiles.get(options.profile or ctx.settings.server.profile or DEFAULT_PROFILE)
+    return getattr(profile, "model_id", None) if profile is not None else None
 
 
 def resumed_history(
@@ -180,10 +224,15 @@ def assemble_agent(
     history: list[dict[str, Any]] | None,
     writer: SessionWriter,
     checkpoints: CheckpointStore,
+    *,
+    model: str = "local",
 ) -> Agent:
     """The agent loop, recording every event to the session and checkpointing before each turn."""
     settings = ctx.settings.agent
-    instructions = load_instructions(ctx.workspace, max_bytes=settings.instructions_max_bytes)
+    # The user's own AGENTS.md (in the config directory) first, then the workspace's files.
+    instructions = load_instructions(
+        ctx.workspace, max_bytes=settings.instructions_max_bytes, user_file=ctx.paths.config / USER_INSTRUCTIONS
+    )
 
     async def before_turn(turn: int) -> None:
         await checkpoints.create(f"before turn {turn}")
@@ -198,7 +247,7 @@ def assemble_agent(
         policy,
         system_prompt(ctx.workspace, instructions),
         AgentConfig(
-            model="local",
+            model=model,
             max_steps=options.max_steps or settings.max_steps,
             compact_threshold=settings.compact_threshold,
             headless=options.headless,

@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="localagent",
         description="A local coding agent on your own GPU, with a llama-server it manages itself.",
     )
+    parser.add_argument("--version", action="version", version=f"localagent {package_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from localagent import config_commands, mcp_commands, run_command, server_commands
@@ -35,6 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
+
+
+def package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("localagent-dflash")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed as a package)"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

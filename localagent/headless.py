@@ -1,17 +1,16 @@
 """`localagent run`: a consumer of the event stream that never waits for a person.
 
 Final answer on stdout, progress on stderr. Exit codes: 0 done, 1 error, 2 bad input or
-configuration (raised before the run), 3 turn or time limit.
+configuration (raised before the run), 3 turn or time limit. With ``--output-format json`` or
+``stream-json`` stdout carries Claude Code's headless schema instead (localagent.stream_json).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
 from agent.events import (
     ErrorEvent,
@@ -25,12 +24,12 @@ from agent.events import (
 )
 from agent.loop import Agent
 from agent.request_totals import RequestTotals
+from localagent.run_summary import EXIT_CODES, RunSummary, stop_message
+from localagent.stream_json import ClaudeStream, SessionInfo
+
+__all__ = ["EXIT_CODES", "HeadlessRunner", "OutputFormat", "RunSummary", "mode_hint", "stop_message"]
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {
-    "done": 0, "error": 1, "max_turns": 3, "timeout": 3, "loop": 1, "format_errors": 1, "denied": 1,
-    "cancelled": 1, "empty_answer": 1, "length": 1,
-}
 
 
 def mode_hint(mode: str) -> str:
@@ -38,47 +37,19 @@ def mode_hint(mode: str) -> str:
     return f"--mode {mode}"
 
 
-@dataclass
-class RunSummary:
-    status: str = "error"
-    final_text: str = ""
-    message: str = ""
-    turns: int = 0
-    steps: int = 0
-    tool_calls: int = 0
-    files_changed: list[str] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tokens_per_second: float | None = None
-    drafted: int | None = None
-    accepted: int | None = None
-    duration_s: float = 0.0
-    session_id: str | None = None
-
-    @property
-    def acceptance(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items()}
-        data["acceptance"] = self.acceptance
-        return data
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 1)
-
-
-def stop_message(event: TurnFinished) -> str:
-    """Why the turn stopped. The core says it in its own terms; a limit a flag of `localagent run`
-    sets is said here, naming that flag (the timeout, which this runner enforces, likewise)."""
-    if event.reason == "max_turns":
-        return f"stopped after {event.steps} model steps (--max-turns)"
-    return event.message
-
-
 class HeadlessRunner:
-    def __init__(self, agent: Agent, output: OutputFormat = "text", stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        output: OutputFormat = "text",
+        stdout: TextIO = sys.stdout,
+        stderr: TextIO = sys.stderr,
+        *,
+        info: SessionInfo | None = None,
+        partial: bool = False,
+    ) -> None:
+        """``info`` is what the stream-json init message says (by default, what ``agent`` knows);
+        ``partial`` adds the per-token stream events (``--include-partial-messages``)."""
         self.agent = agent
         self.output = output
         self.stdout = stdout
@@ -87,9 +58,17 @@ class HeadlessRunner:
         self._changed: set[str] = set()
         self._totals = RequestTotals()
         self._last_metrics: Metrics | None = None
+        self.claude: ClaudeStream | None = None
+        if output != "text":
+            workspace, model = str(agent.tool_ctx.workspace), agent.config.model
+            info = info or SessionInfo(None, workspace, model, list(agent.tools), mode=str(agent.policy.mode))
+            self.claude = ClaudeStream(info, stdout, lines=output == "stream-json", partial=partial)
 
     async def run(self, task: str, timeout: float | None = None) -> RunSummary:
         started = time.monotonic()
+        if self.claude is not None:
+            self.summary.session_id = self.summary.session_id or self.claude.info.session_id
+            self.claude.init()
         try:
             await asyncio.wait_for(self._consume(task), timeout)
         except TimeoutError:
@@ -116,9 +95,8 @@ class HeadlessRunner:
             self._on_event(event)
 
     def _on_event(self, event: Event) -> None:
-        if self.output == "stream-json":
-            self.stdout.write(json.dumps(event.to_dict(), default=str) + "\n")
-            self.stdout.flush()
+        if self.claude is not None:
+            self.claude.on_event(event)
         if isinstance(event, Metrics):
             if self._last_metrics is not None and event.predicted_n < self._last_metrics.predicted_n:
                 self._close_request()
@@ -164,10 +142,8 @@ class HeadlessRunner:
 
     def _finish(self) -> None:
         s = self.summary
-        if self.output == "json":
-            self.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n")
-        elif self.output == "stream-json":
-            self.stdout.write(json.dumps({"type": "result", **s.to_dict()}) + "\n")
+        if self.claude is not None:
+            self.claude.finish(s)
         else:
             if s.final_text:
                 self.stdout.write(s.final_text.rstrip() + "\n")

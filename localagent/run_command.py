@@ -1,4 +1,4 @@
-"""``localagent run TASK.md|-`` (headless) and ``localagent undo``."""
+"""``localagent run PROMPT|FILE|-`` (headless), ``localagent sessions`` and ``localagent undo``."""
 
 from __future__ import annotations
 
@@ -8,20 +8,27 @@ import contextlib
 import math
 import signal
 import sys
+import time
 from collections.abc import Iterator
-from pathlib import Path
 
+from agent.errors import AgentError
 from localagent.agent_options import (
     AgentOptions,
     add_agent_arguments,
     check_profile,
     options_from_args,
 )
-from localagent.agent_setup import build_agent, session_store
+from localagent.agent_setup import AgentRuntime, build_agent, session_store
 from localagent.console import err, out
 from localagent.context import AppContext
-from localagent.errors import UsageError
+from localagent.errors import LocalAgentError, UsageError
 from localagent.headless import HeadlessRunner, mode_hint
+from localagent.stream_json import MCP_STATUS, SessionInfo, failure_result, json_line
+from localagent.task_input import read_task
+from server.errors import ServerError
+
+# What the CLI reports as one line with an exit code (see localagent.cli.run_handler).
+STARTUP_FAILURES = (LocalAgentError, AgentError, ServerError)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -30,8 +37,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run one task headless: answer on stdout, progress on stderr",
         description="Exit codes: 0 done, 1 error, 2 bad input or configuration, 3 turn or time limit.",
     )
-    run.add_argument("task", help="a task file (Markdown or text), or - for standard input")
-    run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    run.add_argument(
+        "task", metavar="PROMPT|FILE|-",
+        help="the prompt itself, a task file (Markdown or text), or - to read the task from standard input;"
+        " with a prompt, text piped to standard input is attached after it as context",
+    )
+    run.add_argument(
+        "--output-format", choices=["text", "json", "stream-json"], default="text",
+        help="text: the answer; json: Claude Code's result object; stream-json: Claude Code's messages, one per line",
+    )
+    run.add_argument(
+        "--include-partial-messages", action="store_true",
+        help="with --output-format stream-json: each token as a stream_event line too",
+    )
     run.add_argument("--max-turns", type=int, help="most model steps before stopping (exit 3)")
     run.add_argument("--timeout", type=float, help="seconds before stopping (exit 3)")
     add_agent_arguments(run, headless=True)
@@ -46,44 +64,53 @@ def register(commands: argparse._SubParsersAction) -> None:
     undo.set_defaults(handler=cmd_undo)
 
 
-def read_task(source: str) -> str:
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise UsageError(f"task file {source} does not exist; give a path to a task file or - for stdin")
-        if not path.is_file():
-            raise UsageError(f"task {source} is not a regular file; give a path to a task file or - for stdin")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    if not text.strip():
-        raise UsageError(f"the task {source} is empty; write what the agent should do")
-    return text
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    task = read_task(args.task)
-    if args.max_turns is not None and args.max_turns < 1:
-        raise UsageError("--max-turns must be at least 1")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
-    options = options_from_args(args, headless=True, max_steps=args.max_turns)
-    options.mode_hint = mode_hint
-    ctx = AppContext.load()
-    check_profile(ctx, options.profile)  # an unknown profile fails before anything starts
-    return asyncio.run(_run(ctx, options, task, args.output_format, args.timeout))
+    started = time.monotonic()
+    with _result_on_failure(args.output_format, started):
+        if args.include_partial_messages and args.output_format != "stream-json":
+            raise UsageError("--include-partial-messages goes with --output-format stream-json")
+        if args.max_turns is not None and args.max_turns < 1:
+            raise UsageError("--max-turns must be at least 1")
+        if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
+        options = options_from_args(args, headless=True, max_steps=args.max_turns)
+        options.mode_hint = mode_hint
+        task = read_task(args.task)
+        ctx = AppContext.load()
+        check_profile(ctx, options.profile)  # an unknown profile fails before anything starts
+    return asyncio.run(_run(ctx, options, task, args, started))
 
 
-async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format: str, timeout: float | None) -> int:
-    runtime = await build_agent(ctx, options)
+@contextlib.contextmanager
+def _result_on_failure(output_format: str, started: float) -> Iterator[None]:
+    """A run that fails before the agent starts still ends json and stream-json output with a
+    result (is_error, the one-line error); the error itself still goes to stderr, by the CLI."""
+    try:
+        yield
+    except STARTUP_FAILURES as exc:
+        if output_format != "text":
+            result = failure_result(str(exc), duration_s=time.monotonic() - started)
+            sys.stdout.write(json_line(result))
+            sys.stdout.flush()
+        raise
+
+
+async def _run(ctx: AppContext, options: AgentOptions, task: str, args: argparse.Namespace, started: float) -> int:
+    with _result_on_failure(args.output_format, started):
+        runtime = await build_agent(ctx, options)
     for note in runtime.notes:
         err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
     received: list[int] = []
     with _stop_signals_cancel(received):
         try:
-            runner = HeadlessRunner(runtime.agent, output_format)  # type: ignore[arg-type]
+            runner = HeadlessRunner(
+                runtime.agent,  # type: ignore[arg-type]
+                args.output_format,
+                info=session_info(ctx, runtime),
+                partial=args.include_partial_messages,
+            )
             runner.summary.session_id = runtime.session_id
-            summary = await runner.run(task, timeout)
+            summary = await runner.run(task, args.timeout)
         except asyncio.CancelledError:
             if not received:
                 raise  # Ctrl-C: asyncio.run turns it into KeyboardInterrupt
@@ -93,6 +120,19 @@ async def _run(ctx: AppContext, options: AgentOptions, task: str, output_format:
             await runtime.close()
     err.print(f"session {runtime.session_id}", highlight=False)
     return summary.exit_code
+
+
+def session_info(ctx: AppContext, runtime: AgentRuntime) -> SessionInfo:
+    """What stream-json's init message says: the session, its model, tools and MCP servers."""
+    servers = runtime.mcp.states() if runtime.mcp is not None else []
+    return SessionInfo(
+        session_id=runtime.session_id,
+        cwd=str(ctx.workspace),
+        model=runtime.model,
+        tools=list(runtime.agent.tools),
+        mcp_servers=[{"name": s.name, "status": MCP_STATUS.get(s.state, s.state)} for s in servers],
+        mode=str(runtime.agent.policy.mode),
+    )
 
 
 @contextlib.contextmanager

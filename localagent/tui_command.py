@@ -53,13 +53,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
     _log_to_file(ctx.paths.logs / "tui.log")
 
     from tui.app import LocalAgentApp
+    from tui.prompt_history import history_file_for
 
     async def factory(on_status: Callable[[SupervisorStatus], None]) -> TuiRuntime:
         # The app asks about a repository's own .mcp.json servers with a modal.
         options.approve_project_mcp = app.approve_project_mcp
         return await build_agent(ctx, options, on_status)
 
-    app = LocalAgentApp(factory, label=label)
+    app = LocalAgentApp(factory, label=label, history_file=history_file_for(ctx.paths.data, ctx.workspace))
 
     async def run() -> None:
         try:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from server.argv import ResolvedModels
 from server.capabilities import Capabilities
 from server.errors import ModelError, ProfileError
+from server.hf_models import resolve_exact, resolve_shorthand
 from server.profiles import ModelSource, Profile
 
 TINY_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
@@ -17,13 +17,16 @@ TINY_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
 
 @dataclass(frozen=True)
 class ModelDirs:
-    models: Path  # downloads from Hugging Face
+    models: Path  # localagent's own folder, where older versions downloaded; still looked in first
     cache: Path  # assembled and generated files
+    # Hugging Face downloads; None: the shared cache huggingface_hub uses (HF_HUB_CACHE, HF_HOME).
+    hub_cache: Path | None = None
 
 
 def resolve_models(profile: Profile, dirs: ModelDirs, *, fetch: bool = True) -> ResolvedModels:
     """Paths for the profile's model and draft. With ``fetch=False`` nothing is downloaded or
-    written; the paths are where the files are or would be (for printing a command line)."""
+    written; the paths are where the files are or would be (for printing a command line). A
+    ``repo:QUANT`` shorthand not in the cache still asks the Hub which file it names."""
     model = resolve_model(profile.model, dirs, fetch=fetch)
     draft = None
     if profile.speculative.draft_model is not None:
@@ -37,8 +40,10 @@ def resolve_model(source: ModelSource, dirs: ModelDirs, *, fetch: bool = True) -
         if fetch and not path.is_file():
             raise ModelError(f"model file {path} does not exist; fix the path in the profile")
         return path
+    if source.hf is not None:
+        return resolve_shorthand(source.hf, legacy_dir=dirs.models, cache=dirs.hub_cache, fetch=fetch)
     if source.hf_repo is not None and source.hf_file is not None:
-        return _hf_model(source.hf_repo, source.hf_file, dirs.models, fetch=fetch)
+        return resolve_exact(source.hf_repo, source.hf_file, legacy_dir=dirs.models, cache=dirs.hub_cache, fetch=fetch)
     if source.package is not None:
         return tiny_model_path(dirs.cache, assemble=fetch)
     if source.generated is not None:
@@ -65,24 +70,6 @@ def tiny_model_path(cache_dir: Path, *, assemble: bool = True) -> Path:
     os.replace(partial, target)
     done_marker.write_text("sha256 verified by the package\n")
     return target
-
-
-def _hf_model(repo: str, filename: str, models_dir: Path, *, fetch: bool) -> Path:
-    local = models_dir / filename
-    if local.is_file() or not fetch:
-        return local
-    command = f"hf download {shlex.quote(repo)} {shlex.quote(filename)} --local-dir {shlex.quote(str(models_dir))}"
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise ModelError(f"{filename} is not downloaded and HF_HUB_OFFLINE=1; download it with: {command}")
-    try:
-        from huggingface_hub import hf_hub_download
-
-        # huggingface_hub shows its own tqdm progress bar on the terminal.
-        path = hf_hub_download(repo_id=repo, filename=filename, local_dir=models_dir)
-    except Exception as exc:  # network, auth, missing file: all end the same way for the user
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelError(f"cannot download {repo}/{filename} ({reason}); download it with: {command}") from None
-    return Path(path)
 
 
 def _generated_model(kind: str, dirs: ModelDirs) -> Path:

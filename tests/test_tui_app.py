@@ -376,3 +376,22 @@ async def test_resume_shows_the_earlier_conversation_and_its_prompts(la_env):
             assert app.chat.query(AssistantMessage).last().text == "made **a.txt**"
             await pilot.press("up")
             assert app.chat.prompt.text == "Make a.txt"
+
+
+async def test_allow_always_saved_to_the_user_config_holds_in_the_next_session(la_env):
+    from tui.screens.save_rule import SaveRuleScreen
+
+    turns = [call("bash", command="echo saved > out.txt"), ScriptedTurn(text="done")]
+    async with ScriptedModelServer(turns) as model:
+        app = scripted_app(la_env, model, "ask")
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await submit(pilot, "Write out.txt")
+            await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await pilot.press("u")
+            await wait_for(pilot, lambda: isinstance(app.screen, SaveRuleScreen))
+            await pilot.press("y")
+            await turn_done(pilot)
+    assert (la_env.workspace / "out.txt").read_text().strip() == "saved"
+    saved = AppContext.load(la_env.workspace).settings.agent.permissions.allow
+    assert saved == ["bash(echo saved > out.txt)"]

@@ -200,3 +200,49 @@ def test_metrics_panel_without_speculative_decoding(snap_compare):
         await shown(pilot)
 
     assert snap_compare(make_app(speculative=False), terminal_size=SIZE, run_before=run_before)
+
+
+def test_approval_modal_with_saving(snap_compare, tmp_path):
+    """Where the runtime can save rules: allow always for the session, or save it to a config."""
+
+    async def run_before(pilot: Pilot) -> None:
+        app = await settle(pilot)
+        await app.chat.conversation.add_user("Run the tests.")
+        arguments = {"command": "pytest -q tests/test_calc.py"}
+        await app.chat.show_event(ToolCallStarted("call_1", "bash", arguments, arguments["command"]))
+        request = ApprovalRequested(
+            "call_1", "bash", arguments["command"], arguments, "ask mode: bash needs approval", None,
+            asyncio.get_running_loop().create_future(),
+        )
+        await app.chat.show_event(request)
+        app.push_screen(ApprovalScreen(request, app.runtime))  # type: ignore[arg-type]
+        await pilot.pause(0.1)
+
+    agent = SyntheticAgent()
+    targets = [("user config", tmp_path / "user.toml"), ("project config", tmp_path / "project.toml")]
+    runtime = SyntheticRuntime(agent, session_id="20250101-snapshot", rule_files=targets)
+    app = LocalAgentApp(factory_for(runtime), label="tiny", telemetry=False)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_file_picker(snap_compare, tmp_path):
+    """Typing @ opens the picker over the workspace's files, narrowed by what is typed."""
+    from tools.base import ToolContext
+    from tui.screens.file_picker import FilePickerScreen
+
+    for name in ("src/calc.py", "src/cli.py", "tests/test_calc.py", "README.md", "docs/calculus.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x\n")
+
+    async def run_before(pilot: Pilot) -> None:
+        app = await settle(pilot)
+        await pilot.press("@")
+        while not (isinstance(app.screen, FilePickerScreen) and app.screen.loaded):
+            await pilot.pause(0.02)
+        await pilot.press("c", "a", "l", "c")
+        app.screen.query_one("Input").cursor_blink = False
+        await pilot.pause(0.1)
+
+    agent = SyntheticAgent(tool_ctx=ToolContext(workspace=tmp_path, scratch_dir=tmp_path / ".scratch"))
+    app = LocalAgentApp(factory_for(SyntheticRuntime(agent, session_id="20250101-snapshot")), label="tiny", telemetry=False)
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -3,11 +3,15 @@
 ``LocalAgentApp(runtime_factory)``: the factory is an async callable that builds the runtime (the
 real one calls ``build_agent``; tests and the benchmark pass their own), so the app runs without
 a server as easily as with one. While the factory runs, a loading screen shows the server's state.
+
+``history_file`` keeps the prompts for Up/Down across sessions (the CLI passes
+``tui.prompt_history.history_file_for(<data dir>, <workspace>)``); None keeps them in memory only.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from textual import work
 from textual.app import App
@@ -19,6 +23,7 @@ from server.supervisor import SupervisorStatus
 from server.telemetry import ServerStats, TelemetryPoller
 from tools.mcp.approvals import ApprovalRequest
 from tui.messages import ServerStatusChanged, TelemetryUpdated
+from tui.prompt_history import PromptHistory
 from tui.runtime import RuntimeFactory, TuiRuntime
 from tui.screens.chat import ChatScreen
 from tui.screens.loading import LoadingScreen
@@ -45,6 +50,7 @@ class LocalAgentApp(App[int]):
         label: str = "",
         telemetry: bool = True,
         poll_interval: float = 1.0,
+        history_file: Path | None = None,
     ) -> None:
         super().__init__()
         self.runtime_factory = runtime_factory
@@ -52,7 +58,7 @@ class LocalAgentApp(App[int]):
         self.telemetry = telemetry
         self.poll_interval = poll_interval
         self.runtime: TuiRuntime | None = None
-        self.chat = ChatScreen(label)
+        self.chat = ChatScreen(label, PromptHistory(history_file))
         self.loading_screen = LoadingScreen(label or "the model server")
         self.poller: TelemetryPoller | None = None
         self._boot_worker: Worker[TuiRuntime] | None = None

@@ -1,4 +1,8 @@
-"""Slash commands typed at the prompt: parsing and help text (the chat screen runs them)."""
+"""Slash commands typed at the prompt: parsing and help text (the chat screen runs them).
+
+Besides slash commands, a prompt may start with ``!`` (run the rest as a shell command) and hold
+``@path`` mentions (attach that file); ``//`` and ``!!`` send a leading ``/`` or ``!`` as text.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("/diff [last]", "show what the agent changed this session (or in the last turn)"),
     "clear": ("/clear", "forget the conversation and start afresh (files are kept)"),
     "compact": ("/compact", "summarise earlier turns to free context"),
+    "init": ("/init", "have the agent survey the repository and write (or improve) AGENTS.md"),
     "mode": (f"/mode [{'|'.join(MODE_NAMES)}]", "show or change the permission mode"),
     "mcp": ("/mcp", "list MCP servers and their state"),
     "server": ("/server [status|restart|logs]", "the model server: state, restart, last log lines"),
@@ -48,9 +53,17 @@ def mode_hint(mode: str) -> str:
     return f"/mode {mode}"
 
 
+def shell_command(text: str) -> str | None:
+    """The command of a ``!command`` prompt ("" for a bare ``!``); None for anything else."""
+    stripped = text.strip()
+    if not stripped.startswith("!") or stripped.startswith("!!"):
+        return None
+    return stripped[1:].strip()
+
+
 def unescape(text: str) -> str:
     stripped = text.lstrip()
-    return stripped[1:] if stripped.startswith("//") else text
+    return stripped[1:] if stripped.startswith(("//", "!!")) else text
 
 
 def help_text() -> str:
@@ -58,7 +71,11 @@ def help_text() -> str:
     lines = [f"{usage.ljust(width)}  {what}" for usage, what in COMMANDS.values()]
     lines += [
         "",
-        "Enter sends, Shift+Enter or Ctrl+J starts a new line, Up/Down recall earlier prompts.",
+        "@path attaches a file (typing @ opens a picker). !command runs a shell command as the agent's",
+        "bash does (same sandbox, no approval: you typed it); your next message shows the model its",
+        "output. // or !! at the start sends a leading / or ! as text.",
+        "Enter sends, Shift+Enter or Ctrl+J starts a new line, Up/Down recall earlier prompts",
+        "(kept per repository).",
         "Esc or Ctrl+C cancels the running turn; Ctrl+C twice on an idle prompt quits.",
     ]
     return "\n".join(lines)

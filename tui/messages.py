@@ -29,3 +29,8 @@ class PromptSubmitted(Message):
     """The user pressed Enter in the prompt."""
 
     text: str
+
+
+@dataclass
+class MentionStarted(Message):
+    """The user typed ``@`` where a file mention may begin: time to offer the file picker."""

@@ -5,12 +5,17 @@ the snapshot tests and the benchmark use (``tests/synthetic_runtime.py``). Typin
 protocols keeps the TUI a consumer only: it never imports the application that assembles the
 agent. Members are read-only properties, so a runtime may hold a more specific type (the real
 ``Agent``, a ``PermissionMode``) than the TUI asks for.
+
+Optional capabilities are protocols of their own, found with ``isinstance`` (they are
+``runtime_checkable``): a runtime without them still runs the TUI, and the TUI leaves out what
+they would offer. ``RuleStore`` saves an "allow always" rule to a config file.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent.events import Event
 from server.supervisor import SupervisorStatus
@@ -18,6 +23,7 @@ from server.supervisor import SupervisorStatus
 if TYPE_CHECKING:
     from agent.checkpoints import CheckpointStore
     from server.manager import ServerHandle
+    from tools.base import ToolContext
     from tools.mcp import McpManager
 
 StatusCallback = Callable[[SupervisorStatus], None]
@@ -43,6 +49,13 @@ class TuiAgent(Protocol):
 
     @property
     def policy(self) -> TuiPolicy: ...
+
+    @property
+    def tool_ctx(self) -> ToolContext | None:
+        """The tools' context (workspace, sandbox): ``@file`` reads and ``!command`` runs in it.
+
+        None where there is no workspace (then the TUI offers neither)."""
+        ...
 
     def run_turn(self, user_text: str) -> AsyncIterator[Event]: ...
 
@@ -87,3 +100,36 @@ class TuiRuntime(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class RuleStore(Protocol):
+    """Optional: where an "allow always" rule can be saved, so later sessions allow it too.
+
+    ``localagent.saved_rules`` does the work for the real runtime; the TUI only asks and shows.
+    """
+
+    def rule_targets(self) -> list[tuple[str, Path]]:
+        """(label, config file) for each place a rule can be saved, e.g. ("user config", ...),
+        ("project config", ...); [] when there is none (then the modal offers no saving)."""
+        ...
+
+    def preview_rule(self, rule: str, target: Path) -> str:
+        """The change saving would make to ``target``, as a unified diff; raises on a file that
+        cannot take it (the message is shown to the person)."""
+        ...
+
+    def rule_note(self, target: Path) -> str | None:
+        """One line to show before saving when a rule saved in ``target`` would not apply yet
+        (a project config that is not approved), else None."""
+        ...
+
+    def save_rule(self, rule: str, target: Path) -> None:
+        """Add ``rule`` (e.g. ``bash(git status*)``) to the allow list in ``target``; raises OSError
+        or ValueError with a message for the person."""
+        ...
+
+
+def rule_store(runtime: object) -> RuleStore | None:
+    """The runtime as a ``RuleStore``, or None when it cannot save rules."""
+    return runtime if isinstance(runtime, RuleStore) else None

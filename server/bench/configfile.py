@@ -15,6 +15,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from server.errors import BenchInputError, ProfileError
 from server.profiles import BUILTIN_PROFILES, load_profiles
+from server.toml_tables import child_table
 
 
 def save_profile_settings(config_file: Path, name: str, section: str, values: Mapping[str, Any]) -> str:
@@ -62,11 +63,7 @@ def save_profile_settings(config_file: Path, name: str, section: str, values: Ma
 
 
 def _table(parent: Any, key: str, config_file: Path, dotted: str, super_table: bool = False) -> Any:
-    if key not in parent:
-        # Inside an inline table (`tiny = { ... }`) only an inline table fits.
-        inline = isinstance(parent, tomlkit.items.InlineTable)
-        parent[key] = tomlkit.inline_table() if inline else tomlkit.table(is_super_table=super_table)
-    table = parent[key]
-    if not isinstance(table, Mapping):
+    table = child_table(parent, key, super_table=super_table)
+    if table is None:
         raise BenchInputError(f"{config_file}: {dotted} is not a table; fix it before saving into it")
     return table

@@ -4,12 +4,18 @@ Agent work runs in workers (exclusive per group, never taking the app down on er
 failures arrive as ``Worker.StateChanged`` and are shown in the conversation. The agent itself is a
 plain object: this screen iterates its event stream, and answers approval requests by resolving
 the future the agent awaits.
+
+A prompt is a slash command (``chat_slash``), a ``!command`` (run at once with the agent's bash
+tool; its output waits in ``pending_notes`` and goes to the model with the next message, as the
+person saw it, since a note of its own would break the strict user/assistant alternation some
+chat templates demand), or a message, whose ``@file`` mentions are read and attached
+(``tui.attachments``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from types import AsyncGeneratorType
 from typing import Any
 
@@ -37,37 +43,42 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from tui import commands, reports
-from tui.messages import PromptSubmitted
-from tui.runtime import TuiAgent, TuiRuntime
+from tui import attachments, commands, reports
+from tui.messages import MentionStarted, PromptSubmitted
+from tui.prompt_history import PromptHistory
+from tui.runtime import TuiAgent, TuiRuntime, rule_store
 from tui.screens import chat_commands
 from tui.screens.approval import ApprovalScreen
+from tui.screens.chat_slash import SlashCommands
+from tui.screens.file_picker import FilePickerScreen
+from tui.screens.save_rule import SaveRuleScreen
 from tui.widgets.conversation import Conversation
 from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
 
 AGENT_GROUP = "agent"
-MODES = commands.MODE_NAMES
-CommandHandler = Callable[[tuple[str, ...]], Awaitable[None]]
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(SlashCommands, Screen[None]):
     CSS_PATH = "chat.tcss"
     BINDINGS = [Binding("escape", "cancel_turn", "Cancel turn")]
 
-    def __init__(self, label: str = "") -> None:
+    def __init__(self, label: str = "", history: PromptHistory | None = None) -> None:
         super().__init__()
         self.label = label
+        self.history = history
         self.runtime: TuiRuntime | None = None
         # Prompts and commands taken so far (tests wait on it instead of sleeping).
         self.submissions = 0
+        # What ``!command`` runs printed, for the model with the next message.
+        self.pending_notes: list[str] = []
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
             with Vertical(id="main"):
                 yield Static(id="title")
                 yield Conversation(id="conversation")
-                yield PromptInput(id="prompt", placeholder="Ask the agent, or type /help")
+                yield PromptInput(id="prompt", placeholder="Ask the agent, or type /help", history=self.history)
             yield MetricsPanel(id="metrics", label=self.label)
         yield Footer()
 
@@ -158,9 +169,59 @@ class ChatScreen(Screen[None]):
         if self.turn_running:
             await self.conversation.add_notice("a turn is running: wait for it, or press Esc to cancel it", "warning")
             return
-        text = commands.unescape(text)
-        await self.conversation.add_user(text)
-        self.run_turn(text)
+        shell = commands.shell_command(text)
+        if shell is not None:
+            await self._take_shell(shell)
+            return
+        await self.send(commands.unescape(text))
+
+    async def _take_shell(self, command: str) -> None:
+        ctx = self.agent.tool_ctx
+        if not command:
+            await self.conversation.add_notice("!command runs a shell command, e.g. !git status", "warning")
+        elif ctx is None:
+            await self.conversation.add_notice("this session has no workspace to run commands in", "warning")
+        else:
+            await self.conversation.end_assistant()
+            self.run_shell(command)
+
+    async def send(self, typed: str) -> None:
+        """Start a turn with `typed`, the files it mentions and the pending shell output."""
+        ctx = self.agent.tool_ctx
+        files: list[attachments.Attached] = []
+        if ctx is not None and attachments.mentions(typed):
+            expansion = await attachments.expand(typed, ctx.workspace)
+            if expansion.refused:
+                await self._refuse(typed, expansion.refused)
+                return
+            files = expansion.files
+        message = attachments.compose(typed, self.pending_notes, files)
+        self.pending_notes = []
+        await self.conversation.add_user(typed)
+        if files:
+            shown = ", ".join(f"{f.shown} ({len(f.text):,} chars{', cut' if f.omitted_chars else ''})" for f in files)
+            await self.conversation.add_notice(f"attached {shown}")
+        self.run_turn(message)
+
+    async def _refuse(self, typed: str, reasons: list[str]) -> None:
+        for reason in reasons:
+            await self.conversation.add_notice(reason, "warning")
+        await self.conversation.add_notice("not sent: fix or remove that @mention (the prompt is kept)", "warning")
+        if not self.prompt.text:
+            self.prompt.text = typed
+            self.prompt.move_cursor(self.prompt.document.end)
+
+    @on(MentionStarted)
+    def _mention_started(self, message: MentionStarted) -> None:
+        message.stop()
+        ctx = self.agent.tool_ctx if self.runtime is not None else None
+        if ctx is not None:
+            self.app.push_screen(FilePickerScreen(ctx.workspace), self._mention_picked)
+
+    def _mention_picked(self, path: str | None) -> None:
+        if path:
+            self.prompt.complete_mention(path)
+        self.prompt.focus()
 
     def action_cancel_turn(self) -> bool:
         """Cancel the running turn (or /compact); the session and its history stay."""
@@ -174,6 +235,13 @@ class ChatScreen(Screen[None]):
     @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="turn")
     async def run_turn(self, text: str) -> None:
         await self.consume(self.agent.run_turn(text))
+
+    @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="shell")
+    async def run_shell(self, command: str) -> None:
+        """``!command``: in the agent's group, so it holds off prompts and Esc cancels it."""
+        ctx = self.agent.tool_ctx
+        assert ctx is not None
+        self.pending_notes.append(await chat_commands.shell(self.conversation, ctx, command))
 
     @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="compact")
     async def compact(self) -> None:
@@ -190,7 +258,7 @@ class ChatScreen(Screen[None]):
                     break
                 await self.show_event(event)
                 if isinstance(event, ApprovalRequested):
-                    answer = await self.app.push_screen_wait(ApprovalScreen(event))
+                    answer = await self.app.push_screen_wait(ApprovalScreen(event, rule_store(self.runtime)))
                     if not event.future.done():
                         event.future.set_result(answer)
                     block = self.conversation.tool_blocks.get(event.call_id)
@@ -201,7 +269,7 @@ class ChatScreen(Screen[None]):
             raise
 
     async def _after_cancel(self, events: AsyncIterator[Event]) -> None:
-        if isinstance(self.app.screen, ApprovalScreen):
+        while isinstance(self.app.screen, SaveRuleScreen | ApprovalScreen):
             self.app.pop_screen()
         # The stream may be parked at a yield (we were awaiting the UI, not the agent): throw the
         # cancellation in there so the agent records results for pending calls and stays valid.
@@ -268,95 +336,3 @@ class ChatScreen(Screen[None]):
         self.run_worker(
             self.conversation.add_notice(f"{worker.name} failed: {worker.error}", "error"), exit_on_error=False
         )
-
-    # -- slash commands --------------------------------------------------------------------------
-
-    async def run_command(self, command: commands.SlashCommand) -> None:
-        conversation = self.conversation
-        if not command.known:
-            await conversation.add_notice(f"unknown command /{command.name}; /help lists them", "warning")
-            return
-        if command.name not in ("help", "quit") and self.runtime is None:
-            await conversation.add_notice("the model server is not ready yet", "warning")
-            return
-        if self.turn_running and command.name not in commands.WHILE_RUNNING:
-            await conversation.add_notice(f"/{command.name} waits for the turn to end (Esc cancels it)", "warning")
-            return
-        await self._handlers()[command.name](command.args)
-
-    def _handlers(self) -> dict[str, CommandHandler]:
-        """One handler per entry of ``commands.COMMANDS``."""
-        return {
-            "undo": self._cmd_undo,
-            "diff": self._cmd_diff,
-            "clear": self._cmd_clear,
-            "compact": self._cmd_compact,
-            "mode": self._cmd_mode,
-            "mcp": self._cmd_mcp,
-            "server": self._cmd_server,
-            "help": self._cmd_help,
-            "quit": self._cmd_quit,
-        }
-
-    async def _cmd_help(self, args: tuple[str, ...]) -> None:
-        await self.conversation.add_notice(commands.help_text(), "help")
-
-    async def _cmd_quit(self, args: tuple[str, ...]) -> None:
-        await self.app.run_action("app.quit")
-
-    async def _cmd_clear(self, args: tuple[str, ...]) -> None:
-        self.agent.clear()
-        await self.conversation.clear()
-        self.metrics.model.reset_conversation()
-        self.metrics.refresh_now()
-        await self.conversation.add_notice("conversation cleared; the files are as they were")
-
-    async def _cmd_compact(self, args: tuple[str, ...]) -> None:
-        self.compact()
-
-    async def _cmd_mode(self, args: tuple[str, ...]) -> None:
-        if not args:
-            await self.conversation.add_notice(f"mode: {reports.mode_name(self.agent)} (choices: {', '.join(MODES)})")
-            return
-        if args[0] not in MODES:
-            await self.conversation.add_notice(f"unknown mode {args[0]!r}; use one of {', '.join(MODES)}", "warning")
-            return
-        self.agent.set_mode(args[0])
-        self._update_title()
-        await self.conversation.add_notice(f"mode: {args[0]}")
-
-    async def _cmd_mcp(self, args: tuple[str, ...]) -> None:
-        await self.conversation.add_notice(reports.mcp_text(self.runtime), "help")
-
-    async def _cmd_undo(self, args: tuple[str, ...]) -> None:
-        self._undo()
-
-    async def _cmd_diff(self, args: tuple[str, ...]) -> None:
-        self._diff(bool(args) and args[0] == "last")
-
-    async def _cmd_server(self, args: tuple[str, ...]) -> None:
-        what = args[0] if args else "status"
-        if what == "status":
-            await self.conversation.add_notice(reports.server_text(self.runtime), "help")
-        elif what == "restart":
-            self._restart_server()
-        elif what in ("logs", "log"):
-            self._server_logs()
-        else:
-            await self.conversation.add_notice("usage: /server [status|restart|logs]", "warning")
-
-    @work(group="command", exit_on_error=False, name="undo")
-    async def _undo(self) -> None:
-        await chat_commands.undo(self.conversation, self.runtime.checkpoints if self.runtime else None)
-
-    @work(group="command", exit_on_error=False, name="diff")
-    async def _diff(self, last_turn: bool) -> None:
-        await chat_commands.diff(self.conversation, self.runtime.checkpoints if self.runtime else None, last_turn)
-
-    @work(exclusive=True, group="server", exit_on_error=False, name="server restart")
-    async def _restart_server(self) -> None:
-        await chat_commands.restart_server(self.conversation, self.runtime.server if self.runtime else None)
-
-    @work(group="command", exit_on_error=False, name="server logs")
-    async def _server_logs(self) -> None:
-        await chat_commands.server_logs(self.conversation, reports.log_path(self.runtime))

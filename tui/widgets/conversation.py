@@ -11,6 +11,7 @@ from typing import Any
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
+from tui.attachments import typed_part
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.notice_line import Kind, NoticeLine
 from tui.widgets.reasoning_block import ReasoningBlock
@@ -102,8 +103,9 @@ class Conversation(VerticalScroll, can_focus=False):
         for message in messages:
             role, content = message.get("role"), message.get("content")
             if role == "user" and isinstance(content, str):
-                prompts.append(content)
-                await self.add_user(content)
+                typed = typed_part(content)  # without the files and shell output it carried
+                prompts.append(typed)
+                await self.add_user(typed)
             elif role == "assistant":
                 if content:
                     await self.add(AssistantMessage(str(content)))
