@@ -18,6 +18,7 @@ scripts written against it keep working. Cost is always 0: the model is yours.
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -262,10 +263,29 @@ class ClaudeStream:
         self.out.flush()
 
 
+# Characters that some line splitters (Python's str.splitlines, JavaScript before ES2019) take for
+# a line break; escaped so that one message stays one line whatever the model wrote.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
 def json_line(message: dict[str, Any]) -> str:
-    """One line of JSON in UTF-8 as it is, a lone surrogate (an undecodable file name) replaced."""
-    text = json.dumps(message, ensure_ascii=False, default=str)
+    """One line of strict JSON in UTF-8: a lone surrogate (an undecodable file name) replaced,
+    NaN and infinities (the model can write them in tool arguments) as null, Unicode line
+    separators escaped."""
+    text = json.dumps(_finite(message), ensure_ascii=False, default=str, allow_nan=False)
+    for char, escaped in _LINE_BREAKS.items():
+        text = text.replace(char, escaped)
     return text.encode("utf-8", "replace").decode("utf-8") + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

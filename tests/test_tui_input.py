@@ -312,3 +312,24 @@ async def test_a_config_that_cannot_take_the_rule_is_reported_and_the_question_s
         await pilot.press("y")
         await turn_done(pilot)
         assert runtime.agent.answers == ["once"]
+
+
+async def test_a_saved_rule_with_markup_in_it_is_shown_as_text(workspace: Path, tmp_path: Path) -> None:
+    # The rule is the model's command: "[/x]" or "[@click=...]" must not be read as Textual markup
+    # (a MarkupError would end the app just after the rule was saved).
+    user = tmp_path / "config" / "config.toml"
+    runtime = synthetic(workspace, rule_files=[("user config", user)])
+    runtime.agent.ask_for = "echo [/x] hi; true"
+    app = LocalAgentApp(factory_for(runtime), telemetry=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await submit(pilot, "say hi")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("u")
+        await wait_for(pilot, lambda: isinstance(app.screen, SaveRuleScreen))
+        await pilot.press("y")
+        await turn_done(pilot)
+        assert runtime.agent.answers == ["always"]
+        toasts = [toast for toast in app._notifications if "[/x]" in str(toast.message)]
+        assert toasts and not any(toast.markup for toast in toasts)
+    assert "[/x]" in user.read_text()

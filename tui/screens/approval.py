@@ -113,7 +113,7 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
             diff = self.rules.preview_rule(self.rule, target)
             note = self.rules.rule_note(target)
         except Exception as exc:  # noqa: BLE001 - the runtime's reason, shown to the person
-            self.notify(f"cannot save to {target}: {exc}", severity="error")
+            self.notify(f"cannot save to {target}: {exc}", severity="error", markup=False)
             return
         request = RuleSave(self.rule, label, target, diff, note)
         self.app.push_screen(SaveRuleScreen(request), partial(self._confirmed, request))
@@ -124,9 +124,10 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
         try:
             self.rules.save_rule(request.rule, request.target)
         except Exception as exc:  # noqa: BLE001 - as above
-            self.notify(f"could not save {request.rule} to {request.target}: {exc}", severity="error")
+            self.notify(f"could not save {request.rule} to {request.target}: {exc}", severity="error", markup=False)
             return
-        self.notify(f"saved {request.rule} to {request.target}")
+        # The rule is the model's text: shown as it is, never read as markup.
+        self.notify(f"saved {request.rule} to {request.target}", markup=False)
         self.dismiss("always")
 
 
