@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,75 @@ def test_without_instructions_the_prompt_is_the_base_prompt(repo: Path) -> None:
     from agent.prompt import BASE_PROMPT, system_prompt
 
     assert system_prompt(repo, load_instructions(repo)) == BASE_PROMPT.format(workspace=repo)
+
+
+# -- a hostile repository ------------------------------------------------------------------------
+
+
+def test_an_instruction_file_symlinked_out_of_the_repository_is_skipped(
+    repo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "secret.txt").write_text("TOKEN=hunter2\n")
+    (repo / "AGENTS.md").symlink_to("/proc/self/environ")
+    (repo / "pkg" / "CLAUDE.md").symlink_to(tmp_path / "secret.txt")
+    (repo / "pkg" / "sub" / "AGENTS.md").symlink_to("../../docs/agents.md")  # inside: kept
+    (repo / "docs").mkdir()
+    (repo / "docs" / "agents.md").write_text("shared rules\n")
+
+    with caplog.at_level("WARNING", logger="agent.instructions"):
+        text = load_instructions(repo / "pkg" / "sub")
+    assert text == "## pkg/sub/AGENTS.md\n\nshared rules"
+    assert "PATH=" not in text and "hunter2" not in text
+    notes = [r.getMessage() for r in caplog.records if r.name == "agent.instructions"]
+    assert len(notes) == 2 and all("outside the repository" in note for note in notes)
+    assert str(repo / "AGENTS.md") in notes[0] and "/environ" in notes[0]
+
+
+def test_a_skipped_agents_md_falls_back_to_the_claude_md_beside_it(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("TOKEN=hunter2\n")
+    (repo / "AGENTS.md").symlink_to(tmp_path / "secret.txt")
+    (repo / "CLAUDE.md").write_text("claude rules\n")
+    assert find_instruction_files(repo) == [repo / "CLAUDE.md"]
+    assert load_instructions(repo) == "## CLAUDE.md\n\nclaude rules"
+
+
+def test_fifos_never_block_and_the_user_file_may_live_anywhere(repo: Path, tmp_path: Path) -> None:
+    os.mkfifo(repo / "AGENTS.md")
+    (repo / "CLAUDE.md").write_text("fallback\n")
+    dotfiles = tmp_path / "dotfiles" / "agents.md"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text("mine\n")
+    user_file = tmp_path / "config" / "AGENTS.md"
+    user_file.parent.mkdir()
+    user_file.symlink_to(dotfiles)  # the user's own: outside the repository is fine
+    assert load_instructions(repo, user_file=user_file).endswith("repository)\n\nmine\n\n## CLAUDE.md\n\nfallback")
+    fifo_user = tmp_path / "fifo.md"
+    os.mkfifo(fifo_user)
+    assert load_instructions(repo, user_file=fifo_user) == "## CLAUDE.md\n\nfallback"
+
+
+def test_a_huge_file_is_read_only_up_to_the_cap(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    size = 64 * 1024 * 1024
+    with open(repo / "AGENTS.md", "wb") as handle:
+        handle.write(b"rule\n")
+        handle.truncate(size)  # sparse: 64 MiB that take no disk
+    read: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        chunk = real_read(fd, n)
+        read.append(len(chunk))
+        return chunk
+
+    monkeypatch.setattr(os, "read", counting_read)
+    real_read_text = Path.read_text
+
+    def no_whole_read(self: Path, *args: object, **kwargs: object) -> str:
+        if self.name == "AGENTS.md":
+            pytest.fail("the whole file was read")
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", no_whole_read)
+    (item,) = collect_instructions(repo, max_bytes=1000)
+    assert len(item.text.encode()) <= 1000 and item.omitted_bytes == size - len(item.text.encode())
+    assert sum(read) < 1024 * 1024
