@@ -28,6 +28,7 @@ from tui.runtime import RuntimeFactory, TuiRuntime
 from tui.screens.chat import ChatScreen
 from tui.screens.loading import LoadingScreen
 from tui.screens.mcp_approval import McpApprovalScreen
+from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
 
 # A second Ctrl+C within this many seconds quits.
@@ -90,12 +91,22 @@ class LocalAgentApp(App[int]):
         self.post_message(ServerStatusChanged(status))
 
     def on_server_status_changed(self, message: ServerStatusChanged) -> None:
-        self.chat.metrics.apply_status(message.status)
+        panel = self._metrics_panel()
+        if panel is not None:
+            panel.apply_status(message.status)
         if self.loading_screen in self.screen_stack:
             self.loading_screen.show_status(message.status)
 
     def on_telemetry_updated(self, message: TelemetryUpdated) -> None:
-        self.chat.metrics.apply_stats(message.stats)
+        panel = self._metrics_panel()
+        if panel is not None:
+            panel.apply_stats(message.stats)
+
+    def _metrics_panel(self) -> MetricsPanel | None:
+        # A poll or status message can arrive while the app shuts down, after the chat screen's
+        # widgets are gone: it then has nowhere to go.
+        panels = self.chat.query(MetricsPanel)
+        return panels.first() if panels else None
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self._boot_worker:
