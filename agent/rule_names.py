@@ -30,6 +30,10 @@ __all__ = [
 # tools.registry.builtin_tools(), by name (tests/test_rule_names.py keeps the two the same).
 BUILTIN_TOOL_NAMES = ("bash", "view", "create", "edit", "insert", "grep", "glob")
 MCP_PREFIX = "mcp__"
+# tools.mcp.names.MAX_NAME_LENGTH: longer MCP tool names are cut to it (the tests keep the two the same).
+MCP_NAME_MAX_LENGTH = 64
+# The characters of an MCP tool's name as rules match it (in lower case; tools.mcp.names.sanitise).
+_MCP_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_-"
 
 _READING = ("view", "grep", "glob")
 _WRITING = ("create", "edit", "insert")
@@ -80,7 +84,11 @@ def tool_globs(name: str) -> tuple[str, ...]:
     lowered = name.lower()
     server = lowered.removeprefix(MCP_PREFIX)
     if lowered.startswith(MCP_PREFIX) and server and "__" not in server and not _GLOB_CHARS.search(server):
-        # `mcp__git` is every tool of the git server, as in Claude Code.
+        # `mcp__git` is every tool of the git server, as in Claude Code. A name cut to the longest
+        # a tool may have (tools/mcp/names.py: `mcp__<50 chars>_<hash>`) may be a tool's own name
+        # too, with no `__` left after the prefix: the rule covers that tool as well.
+        if len(name) >= MCP_NAME_MAX_LENGTH:
+            return (name, f"{name}__*")
         return (f"{name}__*",)
     return (name,)
 
@@ -112,7 +120,63 @@ def known_names_line() -> str:
 
 
 def _could_name_mcp(glob: str) -> bool:
-    """Whether a glob could match some MCP tool's name: its text before the first wildcard fits `mcp__`."""
-    match = _GLOB_CHARS.search(glob)
-    literal = glob[: match.start()] if match else glob
-    return literal.startswith(MCP_PREFIX) or MCP_PREFIX.startswith(literal)
+    """Whether a (lower-case) glob matches some name `mcp__...` an MCP tool could have.
+
+    Not just its text before the first wildcard: `[Rr]ead` and `?ead` start with a wildcard and
+    still match no such name, while `*__read_file` does. The glob's tokens are run over `mcp__`
+    (an NFA: the set of positions it may be at), then what is left must match some characters.
+    """
+    tokens = _glob_tokens(glob)
+
+    def closure(states: set[int]) -> set[int]:
+        # `*` matches nothing too: a state before it is a state after it.
+        out, todo = set(states), list(states)
+        while todo:
+            at = todo.pop()
+            if at < len(tokens) and tokens[at] == "*" and at + 1 not in out:
+                out.add(at + 1)
+                todo.append(at + 1)
+        return out
+
+    states = closure({0})
+    for char in MCP_PREFIX:
+        step: set[int] = set()
+        for at in states:
+            if at < len(tokens) and tokens[at] == "*":
+                step.add(at)
+            elif at < len(tokens) and fnmatch.fnmatchcase(char, tokens[at]):
+                step.add(at + 1)
+        states = closure(step)
+    # The rest, from any state reached, matches some name if each token matches some character.
+    return any(
+        all(token == "*" or any(fnmatch.fnmatchcase(c, token) for c in _MCP_NAME_CHARS) for token in tokens[at:])
+        for at in states
+    )
+
+
+def _glob_tokens(glob: str) -> list[str]:
+    """A glob cut into what each matches: `*`, or a one-character glob (a letter, `?`, `[...]`),
+    cut as fnmatch reads it (a `[` with no `]` to close it is a plain `[`)."""
+    tokens: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if char == "[":
+            j = i + 1
+            if j < len(glob) and glob[j] == "!":
+                j += 1
+            if j < len(glob) and glob[j] == "]":
+                j += 1
+            j = glob.find("]", j)
+            if j != -1:
+                tokens.append(glob[i : j + 1])
+                i = j + 1
+                continue
+            tokens.append("[[]")
+        elif char == "*":
+            if not tokens or tokens[-1] != "*":
+                tokens.append("*")
+        else:
+            tokens.append(char)
+        i += 1
+    return tokens

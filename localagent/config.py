@@ -23,7 +23,7 @@ from localagent.errors import ConfigError
 from localagent.urls import url_problem
 from localagent.workspace_trust import (
     DEFAULT_MODES,
-    content_digest,
+    file_digest,
     narrow_workspace_layer,
 )
 from server.profiles import deep_merge
@@ -120,7 +120,7 @@ def load_settings(
         text = _read_text(path)
         if text is not None:
             data = _parse_toml(path, text)
-            approved = approvals is not None and approvals.decision(workspace, content_digest(text), "config")
+            approved = approvals is not None and approvals.decision(workspace, file_digest(text), "config")
             if approved:
                 merged = deep_merge(merged, data)
             else:

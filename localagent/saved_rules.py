@@ -31,7 +31,7 @@ from localagent.config import PROJECT_FILE, project_file
 from localagent.context import approval_store
 from localagent.errors import ConfigError
 from localagent.paths import AppPaths, app_paths
-from localagent.workspace_trust import content_digest
+from localagent.workspace_trust import file_digest
 from server.toml_tables import child_table
 from tools.mcp.approvals import ApprovalStore
 
@@ -84,12 +84,12 @@ def save_rule(rule: str, target: Path, *, approvals: ApprovalStore | None = None
         return
     store = _approvals_for(target, approvals)
     was_approved = store is not None and (
-        before is None or store.decision(_workspace_of(target), content_digest(before), _APPROVAL_KIND) is True
+        before is None or store.decision(_workspace_of(target), file_digest(before), _APPROVAL_KIND) is True
     )
     _replace(target, before, after)
     if store is not None and was_approved:
         try:
-            store.remember(_workspace_of(target), content_digest(after), True, _APPROVAL_KIND, content=after)
+            store.remember(_workspace_of(target), file_digest(after), True, _APPROVAL_KIND, content=after)
         except OSError as exc:
             raise SaveRuleError(
                 f"saved the rule to {target}, but could not keep the file approved ({exc.strerror}); "
@@ -103,7 +103,7 @@ def save_note(target: Path, *, approvals: ApprovalStore | None = None) -> str | 
     if store is None:
         return None
     text = _read(target)
-    if text is None or store.decision(_workspace_of(target), content_digest(text), _APPROVAL_KIND) is True:
+    if text is None or store.decision(_workspace_of(target), file_digest(text), _APPROVAL_KIND) is True:
         return None
     return (
         f"{target.name} is not approved, so its allow rules (this one too) are ignored until you run "

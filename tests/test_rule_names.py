@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent.permissions import PermissionConfigError, PermissionPolicy, PermissionRules, Rule
-from agent.rule_names import BUILTIN_TOOL_NAMES, CLAUDE_ALIASES
+from agent.rule_names import BUILTIN_TOOL_NAMES, CLAUDE_ALIASES, MCP_NAME_MAX_LENGTH
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tools.mcp.names import MAX_NAME_LENGTH, tool_name
 from tools.registry import builtin_tools
 
 SECRET = "sk-this-must-never-reach-the-model"
@@ -151,6 +152,32 @@ def test_an_mcp_tool_name_is_exact() -> None:
     assert decide(p, "mcp__git__status_all", "{}") == "ask"
 
 
+def test_the_mcp_name_limit_is_the_one_names_are_cut_to() -> None:
+    assert MCP_NAME_MAX_LENGTH == MAX_NAME_LENGTH
+
+
+def _shortened_name() -> str:
+    name = tool_name("a-very-long-server-name-for-the-company-wide-knowledge-base", "search")
+    # What tools/mcp/names.py makes of it: cut inside the server's name, no `__` after the prefix.
+    assert len(name) == MAX_NAME_LENGTH and "__" not in name.removeprefix("mcp__")
+    return name
+
+
+def test_a_shortened_mcp_tool_name_is_covered_by_a_rule_naming_it() -> None:
+    # The attack: the person denies the tool by the name it is listed under, and it still runs.
+    name = _shortened_name()
+    denied = policy(deny=[name])
+    assert decide(denied, name, "{}") == "deny"
+    assert decide(denied, "view", "x") == "allow"
+    assert decide(policy("ask", allow=[name]), name, "{}") == "allow"
+    # "Allow always" adds a rule for the tool that was called: it must match that tool.
+    p = policy("ask")
+    p.add_rule("allow", name)
+    assert decide(p, name, "{}") == "allow"
+    # As a server name it still covers tools of that name's server, if any.
+    assert decide(denied, f"{name}__x", "{}") == "deny"
+
+
 # -- unknown names ---------------------------------------------------------------------------
 
 
@@ -163,6 +190,12 @@ def test_an_mcp_tool_name_is_exact() -> None:
         ("NotebookEdit", "a Claude Code tool"),
         ("Rea*(.env)", "matches none of localagent's tools"),
         ("git*", "matches none of localagent's tools"),
+        # A glob that starts with a wildcard may still match nothing at all, not even an MCP name.
+        ("[Rr]ead(.env)", "matches none of localagent's tools"),
+        ("?ead(.env)", "matches none of localagent's tools"),
+        ("[!bcegimv]*", "matches none of localagent's tools"),
+        ("?", "matches none of localagent's tools"),
+        ("*[]", "matches none of localagent's tools"),
         ("mcp__", "names a server"),
     ],
 )
@@ -180,7 +213,10 @@ def test_a_rule_that_names_no_tool_is_a_config_error(rule: str, problem: str) ->
 
 @pytest.mark.parametrize(
     "rule",
-    ["*", "*(secret/**)", "ed*", "[ce]*", "BASH", "Glob(*.py)", "mcp__anything__at_all", "MCP__x", "*__read_file"],
+    [
+        "*", "*(secret/**)", "ed*", "[ce]*", "BASH", "Glob(*.py)", "mcp__anything__at_all", "MCP__x", "*__read_file",
+        "?iew", "[vV]iew", "[!x]*", "m*", "mcp_*", "?cp__*", "[m]cp__git__*", "*git*", "????", "*[_]*",
+    ],
 )
 def test_known_names_and_globs_that_could_match_are_accepted(rule: str) -> None:
     assert PermissionRules.from_config({"allow": [rule]}).allow[0].text == rule
@@ -239,8 +275,10 @@ def test_an_unknown_name_in_the_config_is_exit_2_with_one_line(la_env, where: st
     if where == "user":
         la_env.write_config(text)
     else:
-        # Like any bad content in a workspace file, approved or not: an error naming it, never ignored.
+        # In a workspace file the person approved: their rule, so an error naming it, never ignored.
         (la_env.workspace / ".localagent.toml").write_text(text)
+        approved = la_env.run("config", "approve", "--yes")
+        assert approved.code == 0, approved.stderr
     result = la_env.run("run", "-", "--base-url", "http://127.0.0.1:9/v1", input="task")
     assert result.code == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if "Reed" in line]
@@ -253,3 +291,17 @@ def test_the_caller_may_name_where_the_rules_came_from() -> None:
     assert str(info.value).startswith("permission rule 'Reed' covers no tool: ")
     with pytest.raises(PermissionConfigError, match=r"^--disallowedTools\.deny: "):
         PermissionRules.from_config({"deny": ["Reed"]}, origin="--disallowedTools")
+
+
+def test_a_bad_rule_in_an_unapproved_workspace_file_is_dropped_with_a_notice(la_env) -> None:
+    # The attack: any repository could keep the agent from starting with one rule naming nothing.
+    bad = ["WebFetch", "Reed(.env)", "Read(~/.ssh/**)", "bash(ls"]
+    rules = ", ".join(f'"{rule}"' for rule in [*bad, "Read(.env)"])
+    (la_env.workspace / ".localagent.toml").write_text(f"[agent.permissions]\ndeny = [{rules}]\nask = [\"vew\"]\n")
+    code, requests, stderr = _view_env_run(la_env, "--mode", "full-auto")
+    assert code == 0, stderr
+    for rule in (*bad, "vew"):
+        lines = [line for line in stderr.splitlines() if repr(rule) in line]
+        assert len(lines) == 1 and ".localagent.toml" in lines[0], (rule, stderr)
+    # Its good rule still applies.
+    assert all(SECRET not in str(request) for request in requests)

@@ -296,3 +296,19 @@ def test_a_link_swapped_in_while_saving_is_replaced_not_followed(
     save_rule("view", target)
     assert victim.read_text() == "precious\n"
     assert not target.is_symlink() and "view" in allow_of(target)
+
+
+def test_an_approved_crlf_project_file_stays_approved(tmp_path: Path) -> None:
+    # The loader reads the file with newlines normalised; saving must digest it the same way.
+    crlf = PROJECT_TEXT.replace("\n", "\r\n")
+    workspace, target, store = _project(tmp_path, None)
+    target.write_bytes(crlf.encode())
+    loaded_text = target.read_text()  # what the loader and `config approve` digest
+    store.remember(workspace.resolve(), content_digest(loaded_text), True, "config", content=loaded_text)
+    assert load_settings(tmp_path / "no-user.toml", workspace.resolve(), store).settings.agent.mode == "auto-edit"
+    assert save_note(target, approvals=store) is None
+    save_rule("bash(pytest*)", target, approvals=store)
+    assert b"\r\n" in target.read_bytes()
+    loaded = load_settings(tmp_path / "no-user.toml", workspace.resolve(), store)
+    assert loaded.notices == [] and loaded.settings.agent.mode == "auto-edit"
+    assert loaded.settings.agent.permissions.allow == ["bash(make*)", "bash(pytest*)"]

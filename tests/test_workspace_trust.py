@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from agent.permissions import PermissionConfigError, PermissionRules
 from localagent.config import load_settings
 from localagent.workspace_trust import content_digest, narrow_workspace_layer
 from tools.mcp.approvals import ApprovalStore
@@ -174,3 +177,46 @@ def test_section_names_in_another_case_are_narrowed_too(tmp_path: Path):
     assert settings.agent.mode == "ask" and settings.agent.env_allow == [] and settings.agent.permissions.allow == []
     assert settings.profiles == {}
     assert loaded.notices and "server.binary" in loaded.notices[0] and "profiles" in loaded.notices[0]
+
+
+BAD_RULES = '[agent.permissions]\ndeny = ["WebFetch", "view(.env)", "Read(~/.ssh/**)"]\nask = ["Reed(.env)", "bash(git push*)"]\n'
+
+
+def test_bad_rules_of_an_unapproved_workspace_file_are_dropped_with_a_notice_each(tmp_path: Path):
+    user, workspace, store = _setup(tmp_path)
+    (workspace / ".localagent.toml").write_text(BAD_RULES)
+    loaded = load_settings(user, workspace, store)
+    permissions = loaded.settings.agent.permissions
+    assert permissions.deny == ["bash(rm -rf*)", "view(.env)"] and permissions.ask == ["bash(git push*)"]
+    PermissionRules.from_config(permissions.model_dump())  # the agent starts
+    for rule in ("WebFetch", "Read(~/.ssh/**)", "Reed(.env)"):
+        [line] = [notice for notice in loaded.notices if repr(rule) in notice]
+        assert ".localagent.toml" in line and "\n" not in line
+    assert len(loaded.notices) == 3
+    # Not "widening" settings: `config approve` does not list them as such.
+    assert narrow_workspace_layer({}, {"agent": {"permissions": {"deny": ["WebFetch"]}}}).ignored == []
+
+
+@pytest.mark.parametrize("where", ["user", "approved workspace"])
+def test_bad_rules_the_person_wrote_or_approved_stay_an_error(tmp_path: Path, where: str):
+    user, workspace, store = _setup(tmp_path)
+    if where == "user":
+        user.write_text(BAD_RULES)
+        (workspace / ".localagent.toml").unlink()
+    else:
+        (workspace / ".localagent.toml").write_text(BAD_RULES)
+        store.remember(workspace, content_digest(BAD_RULES), True, "config", content=BAD_RULES)
+    loaded = load_settings(user, workspace, store)
+    assert loaded.notices == [] and "WebFetch" in loaded.settings.agent.permissions.deny
+    with pytest.raises(PermissionConfigError) as info:
+        PermissionRules.from_config(loaded.settings.agent.permissions.model_dump())
+    assert info.value.exit_code == 2
+
+
+def test_a_user_rule_repeated_by_the_workspace_is_not_dropped(tmp_path: Path):
+    # The user's own bad rule stays theirs (an error), even when the workspace file repeats it.
+    user, workspace, store = _setup(tmp_path)
+    user.write_text('[agent.permissions]\ndeny = ["Reed"]\n')
+    (workspace / ".localagent.toml").write_text('[agent.permissions]\ndeny = ["Reed"]\n')
+    loaded = load_settings(user, workspace, store)
+    assert loaded.settings.agent.permissions.deny == ["Reed"] and loaded.notices == []
