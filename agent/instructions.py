@@ -27,6 +27,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.regular_files import NotRegularFile, read_regular_file
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FILE_NAMES",
@@ -120,35 +122,19 @@ def _read(path: Path, limit: int | None = None, root: Path | None = None) -> tup
     """The stripped text of `path` (at most `limit` bytes of it) and how many bytes were left
     unread; ("", 0) when it cannot be read, or (checked again: it may have changed since
     `_usable`) resolves outside `root` or is not a regular file once opened."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         resolved = path.resolve(strict=True)
         if root is not None and resolved != root and root not in resolved.parents:
             _skip(path, f"it resolves to {resolved}, outside the repository {root}")
             return "", 0
-        # The resolved path has no symlink left, so O_NOFOLLOW refuses one swapped in since.
-        fd = os.open(resolved, flags)
+        # The resolved path has no symlink left, so a symlink swapped in since is refused.
+        read = read_regular_file(resolved, limit)
+    except NotRegularFile:
+        _skip(path, "it is not a regular file")
+        return "", 0
     except (OSError, RuntimeError, ValueError):
         return "", 0
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            _skip(path, "it is not a regular file")
-            return "", 0
-        chunks: list[bytes] = []
-        size = 0
-        while limit is None or size < limit:
-            chunk = os.read(fd, 65536 if limit is None else min(65536, limit - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError:
-        return "", 0
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    unread = max(info.st_size - size, 0) if limit is not None and size >= limit else 0
+    data, unread = read.data, read.unread
     # Not final at a cut: an incomplete character there is dropped, not replaced.
     text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=not unread)
     return text.strip(), unread

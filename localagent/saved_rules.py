@@ -34,6 +34,7 @@ from localagent.paths import AppPaths, app_paths
 from localagent.workspace_trust import file_digest
 from server.toml_tables import child_table
 from tools.mcp.approvals import ApprovalStore
+from tools.regular_files import NotRegularFile, read_regular_file
 
 __all__ = [
     "SaveRuleError",
@@ -202,16 +203,14 @@ def _open_existing(target: Path) -> _Existing | None:
         raise SaveRuleError(f"{target}: cannot read it ({exc.strerror})") from None
     _refuse_odd(target, info.st_mode)
     try:
-        # O_NOFOLLOW and O_NONBLOCK: a link or a FIFO swapped in since lstat is refused, not waited on.
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        # A link or a FIFO swapped in since lstat is refused, not followed or waited on.
+        read = read_regular_file(target)
+    except NotRegularFile:
+        raise SaveRuleError(f"{target} is not a regular file; localagent saves rules only into one") from None
     except OSError as exc:
         raise SaveRuleError(f"{target}: cannot read it ({exc.strerror}); nothing was saved") from None
-    with os.fdopen(fd, "rb") as handle:
-        opened = os.fstat(handle.fileno())
-        _refuse_odd(target, opened.st_mode)
-        data = handle.read()
     try:
-        return _Existing(data.decode("utf-8"), stat.S_IMODE(opened.st_mode))
+        return _Existing(read.data.decode("utf-8"), stat.S_IMODE(read.mode))
     except UnicodeDecodeError:
         raise SaveRuleError(f"{target}: not UTF-8 text; fix it before saving a rule into it") from None
 

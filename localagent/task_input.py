@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from localagent.errors import UsageError
+from tools.regular_files import NotRegularFile, read_regular_file
 
 # A pipe that stays open without writing (a CI runner's stdin, an editor's) must not hang the run:
 # without data in this many seconds the prompt goes alone, as Claude Code does.
@@ -194,16 +195,12 @@ def _read_task_file(source: str, cwd: Path, max_bytes: int) -> str:
     try:
         if not stat.S_ISREG(os.stat(resolved).st_mode):
             raise UsageError(f"task {source} is not a regular file; {HINT}")
-        # Never block (a FIFO swapped in) and never follow a symlink swapped in since resolving.
-        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # One byte past the cap tells a cut; a FIFO or symlink swapped in since is refused.
+        data = read_regular_file(resolved, max_bytes + 1).data
+    except NotRegularFile:
+        raise UsageError(f"task {source} is not a regular file; {HINT}") from None
     except OSError as exc:
         raise UsageError(f"task file {source} cannot be read ({exc.strerror}); {HINT}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"task {source} is not a regular file; {HINT}")
-        data = _read_fd(fd, max_bytes)
-    finally:
-        os.close(fd)
     return _decode(data, max_bytes, f"task file {source}")
 
 
