@@ -41,3 +41,46 @@ def test_a_symlink_is_never_followed(tmp_path: Path) -> None:
 def test_a_directory_is_not_a_regular_file(tmp_path: Path) -> None:
     with pytest.raises(NotRegularFile):
         read_regular_file(tmp_path)
+
+
+def test_the_file_tools_refuse_a_symlink_swapped_in_after_their_check(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The check (exists, is a file) and the read are two steps; a symlink to a secret placed
+    between them must not be read through."""
+    from tools import text_files
+    from tools.base import ToolError
+
+    secret = tmp_path / "secret"
+    secret.write_text("token=hunter2\n")
+    target = tmp_path / "notes.txt"
+    target.write_text("plain\n")
+
+    def swap_after_check(path: Path, shown_as: str) -> None:
+        path.unlink()
+        path.symlink_to(secret)
+
+    monkeypatch.setattr(text_files, "ensure_regular_file", swap_after_check)
+    with pytest.raises(ToolError, match="replaced by a symlink"):
+        text_files.TextFile.load(target, "notes.txt")
+
+
+def test_the_file_tools_refuse_a_fifo_swapped_in_after_their_check(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from tools import text_files
+    from tools.base import ToolError
+
+    target = tmp_path / "notes.txt"
+
+    def swap_after_check(path: Path, shown_as: str) -> None:
+        os.mkfifo(path)
+
+    monkeypatch.setattr(text_files, "ensure_regular_file", swap_after_check)
+    monkeypatch.setattr(
+        text_files.Path,
+        "stat",
+        lambda self: os.stat_result((0o100644, 0, 0, 1, 0, 0, 6, 0, 0, 0)),
+    )
+    with pytest.raises(ToolError, match="not a regular file"):
+        text_files.TextFile.load(target, "notes.txt")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.regular_files import NotRegularFile, read_regular_file
 
 BINARY_SNIFF_BYTES = 8192
 # Above this share of control bytes a non-UTF-8 file is treated as binary rather than latin-1.
@@ -28,7 +30,9 @@ def looks_binary(data: bytes) -> bool:
         # A multi-byte character cut at the sample boundary is still text.
         if exc.start >= len(sample) - 3 and exc.reason == "unexpected end of data":
             return False
-    controls = sum(1 for byte in sample if byte < 0x20 and byte not in _TEXT_CONTROL_BYTES)
+    controls = sum(
+        1 for byte in sample if byte < 0x20 and byte not in _TEXT_CONTROL_BYTES
+    )
     controls += sample.count(0x7F)
     return bool(sample) and controls / len(sample) > MAX_CONTROL_BYTE_RATIO
 
@@ -53,13 +57,17 @@ def decode_text(data: bytes) -> DecodedText:
 
 def mark_stray_bytes(data: bytes) -> str:
     """UTF-8 text with each undecodable byte shown as its marker, e.g. ⟦FF⟧."""
-    return _ESCAPED_BYTE.sub(_marker_for, data.decode("utf-8", errors="surrogateescape"))
+    return _ESCAPED_BYTE.sub(
+        _marker_for, data.decode("utf-8", errors="surrogateescape")
+    )
 
 
 def encode_text(text: str, encoding: str, stray_bytes: int) -> bytes:
     """The inverse of decode_text: in a UTF-8 file with stray bytes, markers become those bytes again."""
     if encoding == "utf-8" and stray_bytes:
-        return BYTE_MARKER.sub(_escaped_byte_for, text).encode("utf-8", errors="surrogateescape")
+        return BYTE_MARKER.sub(_escaped_byte_for, text).encode(
+            "utf-8", errors="surrogateescape"
+        )
     return text.encode(encoding)
 
 
@@ -116,9 +124,25 @@ class TextFile:
                 f"{shown_as} is {size:,} bytes, too large to handle as text "
                 f"(limit {MAX_TEXT_FILE_BYTES:,}); use grep to find the part you need"
             )
-        data = path.read_bytes()
+        # The path is resolved, so a symlink or a FIFO found here was swapped in since the check.
+        try:
+            data = read_regular_file(path, MAX_TEXT_FILE_BYTES + 1).data
+        except NotRegularFile:
+            raise ToolError(f"{shown_as} is not a regular file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ToolError(
+                    f"{shown_as} was replaced by a symlink while being read; read it again"
+                ) from None
+            raise
+        if len(data) > MAX_TEXT_FILE_BYTES:
+            raise ToolError(
+                f"{shown_as} grew past {MAX_TEXT_FILE_BYTES:,} bytes while being read; use grep instead"
+            )
         if looks_binary(data):
-            raise ToolError(f"{shown_as} is a binary file ({size:,} bytes); only text files can be read or edited")
+            raise ToolError(
+                f"{shown_as} is a binary file ({size:,} bytes); only text files can be read or edited"
+            )
         decoded = decode_text(data)
         raw_text = decoded.text
         crlf_count = raw_text.count("\r\n")
@@ -150,7 +174,9 @@ class TextFile:
 
 def ensure_regular_file(path: Path, shown_as: str) -> None:
     if not path.exists():
-        raise ToolError(f"{shown_as} does not exist; check the path (glob can find files)")
+        raise ToolError(
+            f"{shown_as} does not exist; check the path (glob can find files)"
+        )
     if path.is_dir():
         raise ToolError(f"{shown_as} is a directory, not a file; give a file path")
     if not path.is_file():
