@@ -43,9 +43,7 @@ def test_a_directory_is_not_a_regular_file(tmp_path: Path) -> None:
         read_regular_file(tmp_path)
 
 
-def test_the_file_tools_refuse_a_symlink_swapped_in_after_their_check(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_the_file_tools_refuse_a_symlink_swapped_in_after_their_check(tmp_path: Path, monkeypatch) -> None:
     """The check (exists, is a file) and the read are two steps; a symlink to a secret placed
     between them must not be read through."""
     from tools import text_files
@@ -65,9 +63,7 @@ def test_the_file_tools_refuse_a_symlink_swapped_in_after_their_check(
         text_files.TextFile.load(target, "notes.txt")
 
 
-def test_the_file_tools_refuse_a_fifo_swapped_in_after_their_check(
-    tmp_path: Path, monkeypatch
-) -> None:
+def test_the_file_tools_refuse_a_fifo_swapped_in_after_their_check(tmp_path: Path, monkeypatch) -> None:
     from tools import text_files
     from tools.base import ToolError
 

@@ -30,9 +30,7 @@ def looks_binary(data: bytes) -> bool:
         # A multi-byte character cut at the sample boundary is still text.
         if exc.start >= len(sample) - 3 and exc.reason == "unexpected end of data":
             return False
-    controls = sum(
-        1 for byte in sample if byte < 0x20 and byte not in _TEXT_CONTROL_BYTES
-    )
+    controls = sum(1 for byte in sample if byte < 0x20 and byte not in _TEXT_CONTROL_BYTES)
     controls += sample.count(0x7F)
     return bool(sample) and controls / len(sample) > MAX_CONTROL_BYTE_RATIO
 
@@ -57,17 +55,13 @@ def decode_text(data: bytes) -> DecodedText:
 
 def mark_stray_bytes(data: bytes) -> str:
     """UTF-8 text with each undecodable byte shown as its marker, e.g. ⟦FF⟧."""
-    return _ESCAPED_BYTE.sub(
-        _marker_for, data.decode("utf-8", errors="surrogateescape")
-    )
+    return _ESCAPED_BYTE.sub(_marker_for, data.decode("utf-8", errors="surrogateescape"))
 
 
 def encode_text(text: str, encoding: str, stray_bytes: int) -> bytes:
     """The inverse of decode_text: in a UTF-8 file with stray bytes, markers become those bytes again."""
     if encoding == "utf-8" and stray_bytes:
-        return BYTE_MARKER.sub(_escaped_byte_for, text).encode(
-            "utf-8", errors="surrogateescape"
-        )
+        return BYTE_MARKER.sub(_escaped_byte_for, text).encode("utf-8", errors="surrogateescape")
     return text.encode(encoding)
 
 
@@ -131,18 +125,12 @@ class TextFile:
             raise ToolError(f"{shown_as} is not a regular file") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise ToolError(
-                    f"{shown_as} was replaced by a symlink while being read; read it again"
-                ) from None
+                raise ToolError(f"{shown_as} was replaced by a symlink while being read; read it again") from None
             raise
         if len(data) > MAX_TEXT_FILE_BYTES:
-            raise ToolError(
-                f"{shown_as} grew past {MAX_TEXT_FILE_BYTES:,} bytes while being read; use grep instead"
-            )
+            raise ToolError(f"{shown_as} grew past {MAX_TEXT_FILE_BYTES:,} bytes while being read; use grep instead")
         if looks_binary(data):
-            raise ToolError(
-                f"{shown_as} is a binary file ({size:,} bytes); only text files can be read or edited"
-            )
+            raise ToolError(f"{shown_as} is a binary file ({size:,} bytes); only text files can be read or edited")
         decoded = decode_text(data)
         raw_text = decoded.text
         crlf_count = raw_text.count("\r\n")
@@ -174,9 +162,7 @@ class TextFile:
 
 def ensure_regular_file(path: Path, shown_as: str) -> None:
     if not path.exists():
-        raise ToolError(
-            f"{shown_as} does not exist; check the path (glob can find files)"
-        )
+        raise ToolError(f"{shown_as} does not exist; check the path (glob can find files)")
     if path.is_dir():
         raise ToolError(f"{shown_as} is a directory, not a file; give a file path")
     if not path.is_file():
