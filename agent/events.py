@@ -4,9 +4,10 @@ the session file stores part of it.
 What is persisted: the loop hands these to its sink (``Agent.sink``, which appends them to the
 session file) as well as yielding them: TurnStarted, MessageAppended, HistoryReplaced,
 ToolCallStarted, ToolCallFinished, ApprovalRequested (without its future), Notice, ErrorEvent
-and TurnFinished. Two go to the sink only, because the turn is over when they happen: the
-TurnFinished of a cancelled turn and the MessageAppended results given to calls the turn left
-unanswered. Only yielded, never persisted, is the live progress of a request: TextDelta,
+and TurnFinished. Some go to the sink only: the TurnFinished of a cancelled turn and the
+MessageAppended results given to calls the turn left unanswered (the turn is over when they
+happen), and the record of the model requests, RequestSetup and RequestRecorded, which front
+ends do not need (they have Metrics) but ``localagent bench --replay`` does. Only yielded, never persisted, is the live progress of a request: TextDelta,
 ReasoningDelta, PromptProgress and Metrics.
 
 Resuming reads MessageAppended and HistoryReplaced back (agent.session_resume). Each event
@@ -163,3 +164,30 @@ class TurnFinished(Event):
     completion_tokens: int
     message: str = ""
     type: str = field(init=False, default="turn_finished")
+
+
+@dataclass(frozen=True)
+class RequestSetup(Event):
+    """What every later model request sends besides the history: the system prompt, the tool
+    schemas, the sampling fields and the model name. Recorded before an agent's first request,
+    so that a session can be replayed request by request."""
+
+    system: str
+    tools: list[dict[str, Any]]
+    sampling: dict[str, Any]
+    model: str
+    type: str = field(init=False, default="request_setup")
+
+
+@dataclass(frozen=True)
+class RequestRecorded(Event):
+    """One model request that completed: it sent the first ``messages`` messages of the history
+    as it stood (the system prompt included), under the last RequestSetup before it."""
+
+    messages: int
+    finish_reason: str | None
+    # The server's own numbers for it (llama-server's ``timings``; empty from other servers).
+    timings: dict[str, Any]
+    usage: dict[str, Any]
+    duration_s: float
+    type: str = field(init=False, default="request_recorded")

@@ -36,6 +36,8 @@ from agent.events import (
     HistoryReplaced,
     MessageAppended,
     Notice,
+    RequestRecorded,
+    RequestSetup,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
@@ -128,6 +130,7 @@ class Agent:
         self.compactor = Compactor(client, config.model)
         self.last_context_used = 0
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0}
+        self._setup_recorded = False
 
     def _emit(self, event: Event) -> Event:
         if self.sink is not None:
@@ -248,6 +251,7 @@ class Agent:
         """One model request, retried once: after compacting a context the server found full,
         or after the server came back from a failure."""
         for attempt in (1, 2):
+            sent, started = len(self.messages), time.monotonic()
             completion = stream_completion(
                 self.client,
                 model=self.config.model,
@@ -275,8 +279,18 @@ class Agent:
             except openai.APIError as exc:
                 raise _RequestFailed(f"the model server returned an error: {api_message(exc)}") from None
             self._account(completion.result)
+            self._record(sent, completion.result, time.monotonic() - started)
             yield completion.result
             return
+
+    def _record(self, sent: int, result: StepResult, duration_s: float) -> None:
+        """Into the session only: what was sent and what the server said, for a replay."""
+        if not self._setup_recorded:
+            self._setup_recorded = True
+            system = str(self.messages[0].get("content") or "")
+            self._emit(RequestSetup(system, self.tool_specs, dict(self.config.sampling), self.config.model))
+        timings = {key: value for key, value in (result.timings or {}).items() if isinstance(value, int | float)}
+        self._emit(RequestRecorded(sent, result.finish_reason, timings, dict(result.usage or {}), round(duration_s, 4)))
 
     def _account(self, result: StepResult) -> None:
         timings = result.timings or {}

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent.errors import AgentError
 from agent.events import TurnFinished, TurnStarted
 from agent.text_lines import one_line
+from tools.regular_files import NotRegularFile, read_regular_file
 
 __all__ = [
     "LIST_HINT",
@@ -40,9 +41,12 @@ __all__ = [
     "SessionSummary",
     "SessionWriter",
     "new_session_id",
+    "read_session_file",
 ]
 
 FORMAT_VERSION = 1
+# A session named on the command line (bench --replay) is read whole; none of ours comes near this.
+MAX_SESSION_FILE_BYTES = 256 * 2**20
 SUFFIX = ".jsonl"
 # Shown with every "no such session" error; the CLI owns the exact command.
 LIST_HINT = "list saved sessions with `localagent sessions`"
@@ -303,28 +307,8 @@ class SessionStore:
             data = path.read_bytes()
         except OSError as exc:
             raise SessionError(f"cannot read session file {path}: {exc.strerror or exc}") from exc
-        lines = data.split(b"\n")
-        # A file written by us ends with "\n", so the final element is empty unless a write was cut.
-        tail = lines.pop()
-        notes: list[str] = []
-        header = _parse_header(lines[0] if lines else tail, path).model_dump(mode="json")
-        if not lines:
-            return LoadedSession(header, [], notes)
-        events: list[dict[str, Any]] = []
-        for number, raw in enumerate(lines[1:], start=2):
-            record = _parse_event(raw)
-            if record is None:
-                if raw.strip():
-                    notes.append(f"{path.name}: line {number} is not a JSON event; skipped")
-                continue
-            events.append(record)
-        if tail.strip():
-            record = _parse_event(tail)
-            if record is None:
-                notes.append(f"{path.name}: the last line was cut off mid-write (process killed?); ignored")
-            else:
-                events.append(record)
-        return LoadedSession(header, events, notes)
+        return _parse_session(data, path)
+
 
     def _summarise(self, path: Path, loaded: LoadedSession) -> SessionSummary:
         user_texts = [_event_text(e) for e in loaded.events if e.get("type") in self.user_event_types]
@@ -392,3 +376,41 @@ def _event_text(event: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def read_session_file(path: Path, max_bytes: int = MAX_SESSION_FILE_BYTES) -> LoadedSession:
+    """A session file named by a person (it may be anywhere, or not a file at all)."""
+    try:
+        read = read_regular_file(path.resolve(strict=True), max_bytes)
+    except NotRegularFile:
+        raise SessionError(f"{path} is not a regular file; give a session file (.jsonl)") from None
+    except (OSError, RuntimeError) as exc:
+        raise SessionError(f"cannot read session file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if read.unread:
+        raise SessionError(f"{path} is over {max_bytes // 2**20} MiB; that is not a session file localagent wrote")
+    return _parse_session(read.data, path)
+
+
+def _parse_session(data: bytes, path: Path) -> LoadedSession:
+    lines = data.split(b"\n")
+    # A file written by us ends with "\n", so the final element is empty unless a write was cut.
+    tail = lines.pop()
+    notes: list[str] = []
+    header = _parse_header(lines[0] if lines else tail, path).model_dump(mode="json")
+    if not lines:
+        return LoadedSession(header, [], notes)
+    events: list[dict[str, Any]] = []
+    for number, raw in enumerate(lines[1:], start=2):
+        record = _parse_event(raw)
+        if record is None:
+            if raw.strip():
+                notes.append(f"{path.name}: line {number} is not a JSON event; skipped")
+            continue
+        events.append(record)
+    if tail.strip():
+        record = _parse_event(tail)
+        if record is None:
+            notes.append(f"{path.name}: the last line was cut off mid-write (process killed?); ignored")
+        else:
+            events.append(record)
+    return LoadedSession(header, events, notes)

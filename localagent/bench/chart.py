@@ -8,7 +8,7 @@ from pathlib import Path
 from server.bench.summary import OVERALL, Summary
 
 # Colour-blind-safe (Okabe-Ito); the first target, the baseline, is the neutral grey.
-_COLOURS = ["#7f7f7f", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000"]
+COLOURS = ["#7f7f7f", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000"]
 
 
 def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
@@ -29,7 +29,7 @@ def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(fig_width, 5.2), dpi=120)
     top = max((c.server_tps or 0.0 for c in summary.cells), default=0.0)
     for t, target in enumerate(targets):
-        colour = _COLOURS[t % len(_COLOURS)]
+        colour = COLOURS[t % len(COLOURS)]
         for g, group in enumerate(groups):
             cell = summary.cell(target, group)
             x = g - 0.4 + width * (t + 0.5)
@@ -56,7 +56,7 @@ def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
     ax.set_axisbelow(True)
     if len(groups) > 1:
         ax.axvline(len(groups) - 1.5, color="#cccccc", linewidth=0.8)
-    handles: list[Patch] = [Patch(color=_COLOURS[t % len(_COLOURS)], label=target) for t, target in enumerate(targets)]
+    handles: list[Patch] = [Patch(color=COLOURS[t % len(COLOURS)], label=target) for t, target in enumerate(targets)]
     ax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False, ncols=min(len(handles), 4))
     ax.set_title(title, fontsize=11, loc="left")
     if len(targets) > 1:

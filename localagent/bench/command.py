@@ -13,27 +13,27 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx2
-from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from localagent.bench import report
+from localagent.agent_setup import session_store
+from localagent.bench import replay_command, report
 from localagent.bench.chart import write_chart
 from localagent.bench.formatting import fmt_speedup, fmt_tps
+from localagent.bench.outcome import SweepPlan, print_wide, raise_failures, record_sweep
 from localagent.console import err, out
 from localagent.context import AppContext
-from localagent.errors import LocalAgentError, UsageError
+from localagent.errors import UsageError
 from localagent.urls import url_problem
 from server.bench import sweep
 from server.bench.client import Endpoint, normalize_base_url, probe
-from server.bench.configfile import save_profile_settings
 from server.bench.machine import machine_info
 from server.bench.prompts import DEFAULT_PROMPTS, PROMPTS_FILE_HELP, BenchPrompt, load_prompts
+from server.bench.replay_plan import ReplayWorkload
 from server.bench.results import BenchResults, BenchSettings, RequestResult, TargetResult
 from server.bench.runner import Target, run_targets, total_steps
 from server.bench.summary import OVERALL, Summary, summarize
+from server.bench.workload import PromptWorkload, Workload
 from server.errors import BenchInputError
 from server.manager import ServerManager
 from server.profiles import Profile, get_profile
@@ -67,6 +67,12 @@ examples:
   localagent bench --base-url base=http://127.0.0.1:8910 dflash=http://127.0.0.1:8911
   localagent bench --sweep --profiles tiny --save
   localagent bench --profiles tiny --load 2   # two busy neighbour processes beside the server
+  localagent bench --replay examples/bench/sessions/scripted-build.jsonl --profiles tiny-baseline tiny
+  localagent bench --replay last --sweep --profiles tiny   # tune speculation on agent traffic
+
+--replay sends a saved session's model requests (its messages, tools and sampling, temperature 0
+unless --temperature) in order on each profile, and reports the session's model time, prefill and
+cache figures, tok/s and acceptance, overall and by prompt length.
 """
 
 
@@ -99,6 +105,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--grid", nargs="+", metavar="KEY=V1,V2", help="with --sweep: your own grid, e.g. n_max=4,8 p_min=0,0.5"
     )
     bench.add_argument("--save", action="store_true", help="with --sweep: write the fastest settings to the user config")
+    replay_command.add_arguments(bench)
     bench.set_defaults(handler=cmd_bench)
 
 
@@ -107,12 +114,11 @@ class _Plan:
     targets: list[Target]
     prompts: tuple[BenchPrompt, ...]
     settings: BenchSettings
+    workload: Workload
     out_dir: Path
     ctx: AppContext
     manager: ServerManager | None = None
-    variants: list[sweep.Variant] = field(default_factory=list)
-    sweep_base: str | None = None
-    grid: list[dict[str, object]] = field(default_factory=list)
+    sweep: SweepPlan | None = None
     extra_profiles: dict[str, Profile] = field(default_factory=dict)
 
 
@@ -135,6 +141,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     results.targets = _run_with_progress(plan)
     results.finished_at = _now()
+    if isinstance(plan.workload, ReplayWorkload):
+        return replay_command.finish_replay(args, plan.sweep, plan.workload, results, plan.out_dir, plan.ctx.paths.user_config_file)
     summary = summarize(results.targets, [p.name for p in plan.prompts])
 
     save_error: BenchInputError | None = None
@@ -142,7 +150,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         save_error = _finish_sweep(args, plan, results, summary)
     _write_outputs(plan.out_dir, results, summary)
 
-    _print_wide(report.terminal_table(summary))
+    print_wide(report.terminal_table(summary))
     out.print(report.overhead_line(summary))
     if results.sweep:
         out.print(_sweep_line(results, summary))
@@ -151,19 +159,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out.print(f"results: {plan.out_dir}/ (results.json, report.md, chart.png, chart.svg)", soft_wrap=True)
     if save_error is not None:
         raise save_error
-    failed = results.failed_requests
-    if failed:
-        total = sum(len(t.requests) for t in results.targets)
-        label, row = failed[0]
-        raise _RunFailed(
-            f"{len(failed)} of {total} requests failed (first: {label}, {row.prompt} run {row.run}: {row.error}); "
-            f"they are marked in {plan.out_dir / 'report.md'}"
-        )
+    raise_failures(results, plan.out_dir)
     return 0
-
-
-class _RunFailed(LocalAgentError):
-    exit_code = 1
 
 
 # -- checking the input -----------------------------------------------------------------------------
@@ -176,15 +173,20 @@ def _prepare(args: argparse.Namespace) -> _Plan:
         raise UsageError("--max-tokens must be at least 1")
     if (args.grid or args.save) and not args.sweep:
         raise UsageError(f"{'--grid' if args.grid else '--save'} goes with --sweep")
+    replay_command.check_arguments(args)
     prompts = load_prompts(args.prompts) if args.prompts is not None else DEFAULT_PROMPTS
-    runs = args.runs or (sweep.SWEEP_RUNS if args.sweep else DEFAULT_RUNS)
+    runs = args.runs or (sweep.SWEEP_RUNS if args.sweep or args.replay else DEFAULT_RUNS)
     max_tokens = args.max_tokens or (sweep.SWEEP_MAX_TOKENS if args.sweep else DEFAULT_MAX_TOKENS)
     if not 0 <= args.load <= 256:
         raise UsageError(f"--load {args.load}: give a number of neighbour processes from 0 to 256")
     settings = BenchSettings(runs=runs, max_tokens=max_tokens, seed=args.seed, load=args.load)
     ctx = AppContext.load()
     out_dir = _out_dir(args.out)
-    plan = _Plan(targets=[], prompts=prompts, settings=settings, out_dir=out_dir, ctx=ctx)
+    workload: Workload = PromptWorkload(prompts, settings)
+    if args.replay is not None:
+        workload = replay_command.replay_workload(args, session_store(ctx))
+        prompts = ()
+    plan = _Plan(targets=[], prompts=prompts, settings=settings, workload=workload, out_dir=out_dir, ctx=ctx)
 
     if args.sweep:
         _prepare_sweep(args, plan)
@@ -234,9 +236,7 @@ def _prepare_sweep(args: argparse.Namespace, plan: _Plan) -> None:
     grid = sweep.parse_grid(args.grid, spec_type) if args.grid else sweep.default_grid(spec_type)
     variants, profiles = sweep.build_variants(profile, grid)
     plan.extra_profiles = profiles
-    plan.variants = variants
-    plan.sweep_base = profile.name
-    plan.grid = list(grid)
+    plan.sweep = SweepPlan(profile.name, list(grid), variants)
     plan.targets = [Target(label=v.label, profile=v.name, settings=v.changes) for v in variants]
 
 
@@ -303,10 +303,10 @@ def _run_with_progress(plan: _Plan) -> list[TargetResult]:
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[detail]}"), console=err, transient=True, refresh_per_second=4,
     ) as progress:
-        task = progress.add_task("bench", total=total_steps(plan.targets, plan.prompts, plan.settings), detail="")
+        task = progress.add_task("bench", total=total_steps(plan.targets, plan.workload), detail="")
         observer = _ProgressObserver(progress, task)
         return asyncio.run(
-            run_targets(plan.targets, plan.prompts, plan.settings, plan.manager, observer, plan.ctx.settings.server.api_key)
+            run_targets(plan.targets, plan.workload, plan.settings, plan.manager, observer, plan.ctx.settings.server.api_key)
         )
 
 
@@ -314,27 +314,9 @@ def _run_with_progress(plan: _Plan) -> list[TargetResult]:
 
 
 def _finish_sweep(args: argparse.Namespace, plan: _Plan, results: BenchResults, summary: Summary) -> BenchInputError | None:
-    best = sweep.fastest(summary, plan.variants)
-    results.sweep = {
-        "base": plan.sweep_base,
-        "grid": plan.grid,
-        "best": best.label if best else None,
-        "best_settings": best.changes if best else None,
-        "saved": None,
-    }
-    if not args.save or best is None:
-        return None
-    if not best.changes:
-        results.sweep["saved"] = "nothing: the current settings are already the fastest"
-        return None
-    assert plan.sweep_base is not None
-    try:
-        results.sweep["saved"] = save_profile_settings(
-            plan.ctx.paths.user_config_file, plan.sweep_base, "speculative", best.changes
-        )
-    except BenchInputError as exc:
-        return exc
-    return None
+    assert plan.sweep is not None
+    best = sweep.fastest(summary, plan.sweep.variants)
+    return record_sweep(results, plan.sweep, best, "the recipe prompts", args.save, plan.ctx.paths.user_config_file)
 
 
 def _sweep_line(results: BenchResults, summary: Summary) -> str:
@@ -358,16 +340,6 @@ def _write_outputs(out_dir: Path, results: BenchResults, summary: Summary) -> No
     elif len(summary.targets) > 3 or len(title) > 90:
         title = f"localagent bench: {len(summary.targets)} targets"
     write_chart(summary, out_dir / report.CHART_PNG, out_dir / report.CHART_SVG, title)
-
-
-def _print_wide(table: Table) -> None:
-    # Piped output gets 80 columns from rich, which folds long profile names into unreadable
-    # slivers; a file or pipe has no width to respect, so give the table what it needs.
-    if out.is_terminal:
-        out.print(table)
-        return
-    needed = Measurement.get(out, out.options.update_width(1000), table).maximum
-    Console(file=out.file, width=max(out.width, needed), highlight=False).print(table)
 
 
 def _now() -> str:

@@ -56,18 +56,18 @@ def render_markdown(results: BenchResults, summary: Summary) -> str:
     lines = [
         f"# localagent bench: {' vs '.join(summary.targets)}",
         "",
-        f"Run {results.started_at} on {_machine_short(results)}.",
+        f"Run {results.started_at} on {machine_short(results)}.",
         "",
         f"Command: `{results.command_line}`",
         "",
         *_results_section(results, summary),
         *_overhead_section(summary),
-        *_speculation_section(results.targets),
-        *_sweep_section(results),
-        *_failures_section(results),
+        *speculation_section(results.targets),
+        *sweep_section(results),
+        *failures_section(results),
         *_requests_section(results.targets),
-        *_servers_section(results),
-        *_machine_section(results),
+        *servers_section(results),
+        *machine_section(results),
         *_prompts_section(results),
     ]
     return "\n".join(lines)
@@ -106,7 +106,7 @@ def _results_section(results: BenchResults, summary: Summary) -> list[str]:
             if cell is None:
                 continue
             name = f"**{prompt}**" if prompt == OVERALL else prompt
-            lines.append(f"| {name} | {_md(target)} | " + " | ".join(_cell_columns(cell)) + " |")
+            lines.append(f"| {name} | {md(target)} | " + " | ".join(_cell_columns(cell)) + " |")
     lines.extend(["", f"![tok/s by prompt and target, acceptance marked]({CHART_PNG})", ""])
     return lines
 
@@ -130,7 +130,7 @@ def _overhead_section(summary: Summary) -> list[str]:
     ]
     for target in summary.targets:
         cell = summary.cell(target, OVERALL)
-        lines.append(f"| {_md(target)} | {fmt_ratio(cell.overhead_ratio if cell else None)} |")
+        lines.append(f"| {md(target)} | {fmt_ratio(cell.overhead_ratio if cell else None)} |")
     lines.append("")
     return lines
 
@@ -138,12 +138,12 @@ def _overhead_section(summary: Summary) -> list[str]:
 def _prompts_section(results: BenchResults) -> list[str]:
     lines = ["## Prompts", ""]
     for i, item in enumerate(results.prompts, start=1):
-        lines.append(f"{i}. **{_md(item.name)}** ({item.kind}): {_md(_one_line(item.text))}")
+        lines.append(f"{i}. **{md(item.name)}** ({item.kind}): {md(one_line(item.text))}")
     lines.extend(["", "Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.", ""])
     return lines
 
 
-def _speculation_section(targets: Sequence[TargetResult]) -> list[str]:
+def speculation_section(targets: Sequence[TargetResult]) -> list[str]:
     measured = [t for t in targets if t.metrics is not None]
     if not measured:
         return []
@@ -164,37 +164,38 @@ def _speculation_section(targets: Sequence[TargetResult]) -> list[str]:
         positions = " ".join(fmt_pct(p) for p in m.acceptance_by_position[:POSITIONS_SHOWN]) or "-"
         mal = "-" if m.mean_accepted_length is None else f"{m.mean_accepted_length:.2f}"
         lines.append(
-            f"| {_md(target.label)} | {fmt_count(m.tokens_predicted)} | {fmt_count(m.draft_tokens)} | "
+            f"| {md(target.label)} | {fmt_count(m.tokens_predicted)} | {fmt_count(m.draft_tokens)} | "
             f"{fmt_count(m.accepted_tokens)} | {fmt_pct(m.acceptance)} | {mal} | {positions} |"
         )
     lines.append("")
     return lines
 
 
-def _sweep_section(results: BenchResults) -> list[str]:
+def sweep_section(results: BenchResults) -> list[str]:
     sweep = results.sweep
     if not sweep:
         return []
-    lines = ["## Sweep", "", f"Base profile **{_md(str(sweep.get('base')))}**; grid: `{sweep.get('grid')}`.", ""]
+    scored = f"; scored on {md(str(sweep['scored_on']))}" if sweep.get("scored_on") else ""
+    lines = ["## Sweep", "", f"Base profile **{md(str(sweep.get('base')))}**; grid: `{sweep.get('grid')}`{scored}.", ""]
     best = sweep.get("best")
     if best:
-        lines.append(f"Fastest on this machine: **{_md(str(best))}** ({_md(str(sweep.get('best_settings')))}).")
+        lines.append(f"Fastest on this machine: **{md(str(best))}** ({md(str(sweep.get('best_settings')))}).")
     else:
         lines.append("No setting completed its requests.")
     if sweep.get("saved"):
         lines.append("")
-        lines.append(f"Saved: {_md(str(sweep['saved']))}")
+        lines.append(f"Saved: {md(str(sweep['saved']))}")
     lines.append("")
     return lines
 
 
-def _failures_section(results: BenchResults) -> list[str]:
+def failures_section(results: BenchResults) -> list[str]:
     failed = results.failed_requests
     if not failed:
         return []
     lines = ["## Failed requests", "", "| target | prompt | run | error |", "|---|---|---:|---|"]
     for label, row in failed:
-        lines.append(f"| {_md(label)} | {_md(row.prompt)} | {row.run} | {_md(row.error or '')} |")
+        lines.append(f"| {md(label)} | {md(row.prompt)} | {row.run} | {md(row.error or '')} |")
     lines.append("")
     return lines
 
@@ -214,11 +215,11 @@ def _requests_section(targets: Sequence[TargetResult]) -> list[str]:
     for target in targets:
         for r in target.requests:
             if not r.ok:
-                lines.append(f"| {_md(target.label)} | {_md(r.prompt)} | {r.run} | failed: {_md(r.error or '')} |"
+                lines.append(f"| {md(target.label)} | {md(r.prompt)} | {r.run} | failed: {md(r.error or '')} |"
                              + " |" * 8)
                 continue
             lines.append(
-                f"| {_md(target.label)} | {_md(r.prompt)} | {r.run} | {fmt_count(r.prompt_tokens)} | "
+                f"| {md(target.label)} | {md(r.prompt)} | {r.run} | {fmt_count(r.prompt_tokens)} | "
                 f"{fmt_count(r.completion_tokens)} | {fmt_tps(r.server_tps)} | {fmt_tps(r.client_tps)} | "
                 f"{fmt_seconds(r.gen_seconds)} | {fmt_count(r.draft_n)} | {fmt_count(r.draft_accepted)} | "
                 f"{fmt_pct(r.acceptance)} | {fmt_ratio(r.overhead_ratio)} |"
@@ -227,7 +228,7 @@ def _requests_section(targets: Sequence[TargetResult]) -> list[str]:
     return lines
 
 
-def _servers_section(results: BenchResults) -> list[str]:
+def servers_section(results: BenchResults) -> list[str]:
     lines = ["## Servers", ""]
     for target in results.targets:
         lines.append(f"### {target.label}")
@@ -243,16 +244,16 @@ def _servers_section(results: BenchResults) -> list[str]:
         if target.build_info:
             lines.append(f"- build: `{target.build_info}`")
         if target.error:
-            lines.append(f"- **failed:** {_md(target.error)}")
+            lines.append(f"- **failed:** {md(target.error)}")
         for note in target.notes:
-            lines.append(f"- note: {_md(_one_line(note))}")
+            lines.append(f"- note: {md(one_line(note))}")
         if target.command:
             lines.extend(["", "```", target.command, "```"])
         lines.append("")
     return lines
 
 
-def _machine_section(results: BenchResults) -> list[str]:
+def machine_section(results: BenchResults) -> list[str]:
     m = results.machine
     cores = f"{m.cpu_count}" + (f" ({m.cpus_usable} usable)" if m.cpus_usable and m.cpus_usable != m.cpu_count else "")
     lines = [
@@ -270,17 +271,17 @@ def _machine_section(results: BenchResults) -> list[str]:
     return lines
 
 
-def _machine_short(results: BenchResults) -> str:
+def machine_short(results: BenchResults) -> str:
     m = results.machine
     gpu = f", {m.gpus[0]}" if m.gpus else ""
     cores = m.cpus_usable or m.cpu_count
     return f"{m.cpu_model or m.machine} ({cores} cores){gpu}"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _md(text: str) -> str:
+def md(text: str) -> str:
     # Keep table cells in one piece.
     return text.replace("|", "\\|").replace("\n", " ")

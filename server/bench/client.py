@@ -139,6 +139,10 @@ class _Stream:
             result.prompt_seconds = timings.prompt_ms / 1000.0
             result.draft_n = timings.draft_n
             result.draft_accepted = timings.draft_n_accepted
+            # Servers that leave cached_tokens out of the usage still say it in their timings.
+            if result.cached_tokens is None:
+                result.cached_tokens = timings.cache_n
+            result.prompt_processed = timings.prompt_n
         result.client_tps, result.server_window_tps = observed_rates(result.completion_tokens, self.first, self.last)
         return result
 

@@ -45,6 +45,7 @@ class RequestResult:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    prompt_processed: int | None = None  # prompt tokens the server had to read (not from its cache)
     server_tps: float | None = None
     gen_seconds: float | None = None
     prompt_seconds: float | None = None

@@ -20,8 +20,9 @@ from server.bench.client import (
     stream_chat,
 )
 from server.bench.load import busy_neighbours
-from server.bench.prompts import WARMUP_PROMPT, BenchPrompt
+from server.bench.prompts import WARMUP_PROMPT
 from server.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
+from server.bench.workload import Row, Workload
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
 from server.supervisor import ServerState
@@ -45,13 +46,13 @@ class Observer(Protocol):
     def advance(self, result: RequestResult | None, steps: int = 1) -> None: ...
 
 
-def total_steps(targets: Sequence[Target], prompts: Sequence[BenchPrompt], settings: BenchSettings) -> int:
-    return len(targets) * (1 + len(prompts) * settings.runs)
+def total_steps(targets: Sequence[Target], workload: Workload) -> int:
+    return len(targets) * (1 + len(workload.rows()))
 
 
 async def run_targets(
     targets: Sequence[Target],
-    prompts: Sequence[BenchPrompt],
+    workload: Workload,
     settings: BenchSettings,
     manager: ServerManager | None,
     observer: Observer,
@@ -63,14 +64,14 @@ async def run_targets(
             # --load N: the neighbours are busy from before the server starts (as when a build
             # already runs beside the agent), so a server choosing its threads sees them.
             async with busy_neighbours(settings.load):
-                results.append(await _run_target(client, target, prompts, settings, manager, observer, api_key))
+                results.append(await _run_target(client, target, workload, settings, manager, observer, api_key))
     return results
 
 
 async def _run_target(
     client: httpx2.AsyncClient,
     target: Target,
-    prompts: Sequence[BenchPrompt],
+    workload: Workload,
     settings: BenchSettings,
     manager: ServerManager | None,
     observer: Observer,
@@ -82,17 +83,19 @@ async def _run_target(
     )
     handle: ServerHandle | None = None
     endpoint = target.endpoint
+    stop: list[str] | None = None
     try:
         if target.profile is not None:
             assert manager is not None
             profile = manager.profiles[target.profile]
             result.profile = profile.name
             result.speculative = profile.speculative.type
+            stop = list(profile.stop)
             observer.status(f"starting {target.label}")
             try:
                 handle = await manager.start_in_process(target.profile, port="auto")
             except ServerError as exc:
-                return _all_failed(result, prompts, settings, observer, f"the server did not start: {_one_line(exc)}")
+                return _all_failed(result, workload, observer, f"the server did not start: {_one_line(exc)}")
             if handle.record is not None:
                 result.command = shlex.join(handle.record.argv)
             endpoint = Endpoint(handle.base_url, api_key)
@@ -113,55 +116,52 @@ async def _run_target(
         observer.advance(warmup)
 
         before = await scrape_metrics(client, endpoint)
-        await _measure_all(client, endpoint, prompts, settings, handle, observer, result)
+        await _measure_all(client, endpoint, workload, stop, handle, observer, result)
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
     finally:
         if handle is not None:
             observer.status(f"stopping {target.label}")
             await handle.close()
-    _order_rows(result, prompts)
+    workload.order(result.requests)
     return result
 
 
 async def _measure_all(
     client: httpx2.AsyncClient,
     endpoint: Endpoint,
-    prompts: Sequence[BenchPrompt],
-    settings: BenchSettings,
+    workload: Workload,
+    stop: list[str] | None,
     handle: ServerHandle | None,
     observer: Observer,
     result: TargetResult,
 ) -> None:
-    plan = [(run, prompt) for run in range(1, settings.runs + 1) for prompt in prompts]
-    for i, (run, prompt) in enumerate(plan):
-        observer.status(f"{result.label}: {prompt.name} (run {run}/{settings.runs})")
-        row = await _measure(client, endpoint, prompt, run, settings)
-        result.requests.append(row)
-        observer.advance(row)
-        died = None if row.ok else await _server_died(handle)
+    rows = workload.rows()
+    for i, row in enumerate(rows):
+        observer.status(f"{result.label}: {row.label}")
+        measured = await _measure(client, endpoint, workload, row, stop)
+        result.requests.append(measured)
+        observer.advance(measured)
+        died = None if measured.ok else await _server_died(handle)
         if died is not None:
             # The rest cannot succeed; say why once instead of timing out on each of them.
             result.notes.append(f"the server went down during the run: {died}")
-            for later_run, later_prompt in plan[i + 1 :]:
-                result.requests.append(
-                    RequestResult(prompt=later_prompt.name, run=later_run, ok=False, error="the server had died")
-                )
-            observer.advance(None, len(plan) - i - 1)
+            for later in rows[i + 1 :]:
+                result.requests.append(RequestResult(prompt=later.name, run=later.run, ok=False, error="the server had died"))
+            observer.advance(None, len(rows) - i - 1)
             break
 
 
 async def _measure(
-    client: httpx2.AsyncClient, endpoint: Endpoint, prompt: BenchPrompt, run: int, settings: BenchSettings
+    client: httpx2.AsyncClient, endpoint: Endpoint, workload: Workload, row: Row, stop: list[str] | None
 ) -> RequestResult:
-    seed = settings.seed_for(run)
-    row = RequestResult(prompt=prompt.name, run=run, seed=seed)
-    body = request_body(endpoint, prompt.text, settings.max_tokens, seed, settings)
+    measured = RequestResult(prompt=row.name, run=row.run, seed=workload.seed(row))
+    body = workload.body(endpoint, row, stop)
     try:
-        await stream_chat(client, endpoint, body, row)
+        await stream_chat(client, endpoint, body, measured)
     except Exception as exc:  # noqa: BLE001 - a failed request is a failed row, never a crashed bench
-        row.ok, row.error = False, describe_failure(exc)
-    return row
+        measured.ok, measured.error = False, describe_failure(exc)
+    return measured
 
 
 async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str | None:
@@ -181,20 +181,13 @@ async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str 
     return f"{how}; its log: {supervisor.log_path}"
 
 
-def _all_failed(
-    result: TargetResult, prompts: Sequence[BenchPrompt], settings: BenchSettings, observer: Observer, reason: str
-) -> TargetResult:
+def _all_failed(result: TargetResult, workload: Workload, observer: Observer, reason: str) -> TargetResult:
     result.error = reason
-    for run in range(1, settings.runs + 1):
-        for prompt in prompts:
-            result.requests.append(RequestResult(prompt=prompt.name, run=run, ok=False, error=reason))
-    observer.advance(None, 1 + len(prompts) * settings.runs)
+    rows = workload.rows()
+    result.requests.extend(RequestResult(prompt=row.name, run=row.run, ok=False, error=reason) for row in rows)
+    workload.order(result.requests)
+    observer.advance(None, 1 + len(rows))
     return result
-
-
-def _order_rows(result: TargetResult, prompts: Sequence[BenchPrompt]) -> None:
-    order = {prompt.name: i for i, prompt in enumerate(prompts)}
-    result.requests.sort(key=lambda row: (order.get(row.prompt, len(order)), row.run))
 
 
 def spec_metrics(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> SpecMetrics | None:

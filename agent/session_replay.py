@@ -1,0 +1,161 @@
+"""A saved session's model requests, rebuilt for ``localagent bench --replay``.
+
+The session file has the history as it grew (MessageAppended, HistoryReplaced), what every
+request sent besides it (RequestSetup) and one RequestRecorded per completed request, saying
+how many messages of the history it carried. Walking the events in order rebuilds each request
+exactly: the setup's system prompt, the first messages of the history at that point, the
+setup's tools and sampling. Compaction's own summary requests are not recorded, so they are not
+replayed.
+
+A session file can come from anywhere (a shipped sample, a colleague), so every record is
+checked on the way in and a bad one is named, never a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.events import HistoryReplaced, MessageAppended, RequestRecorded, RequestSetup, ToolCallFinished, TurnStarted
+from agent.session_store import LoadedSession, SessionError
+from server.bench.replay_plan import RecordedNumbers, ReplayRequest, ReplaySession
+
+__all__ = ["NO_REQUESTS_HINT", "replay_session"]
+
+NO_REQUESTS_HINT = (
+    "sessions saved by older versions of localagent do not record their requests; "
+    "run a new session with `localagent run` or the TUI and replay that"
+)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+
+
+class _Setup(BaseModel):
+    system: str
+    tools: list[dict[str, Any]] = []
+    sampling: dict[str, Any] = {}
+    model: str | None = None
+
+
+class _Recorded(BaseModel):
+    messages: int = Field(ge=1)
+    finish_reason: str | None = None
+    timings: dict[str, Any] = {}
+    usage: dict[str, Any] = {}
+    duration_s: float | None = None
+
+
+def replay_session(loaded: LoadedSession, name: str, source: str) -> ReplaySession:
+    """The requests of ``loaded``, in order; SessionError when it has none or a record is bad."""
+    walk = _Walk()
+    for number, event in enumerate(loaded.events, start=2):
+        try:
+            walk.take(event)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "the record"
+            raise SessionError(
+                f"{source}: line {number} ({event.get('type')}) is malformed ({where}: {problem['msg']})"
+            ) from None
+        except _Bad as exc:
+            raise SessionError(f"{source}: line {number}: {exc}") from None
+    if not walk.requests:
+        raise SessionError(f"{source} has no recorded model requests to replay; {NO_REQUESTS_HINT}")
+    return ReplaySession(
+        name=name,
+        source=source,
+        session_id=str(loaded.header.get("session_id", "")),
+        model=walk.model,
+        requests=walk.requests,
+        turns=walk.turn,
+        notes=list(loaded.notes),
+    )
+
+
+class _Bad(Exception):
+    pass
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.history: list[dict[str, Any]] = []
+        self.setup: _Setup | None = None
+        self.model: str | None = None
+        self.turn = 0
+        self.requests: list[ReplayRequest] = []
+        self.tool_seconds: dict[int, float] = {}
+
+    def take(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == MessageAppended.type:
+            self.history.append(_message(event.get("message")))
+        elif kind == HistoryReplaced.type:
+            messages = event.get("messages")
+            if not isinstance(messages, list):
+                raise _Bad("a history_replaced record without a list of messages")
+            # The stored history starts with the system prompt; RequestSetup carries that.
+            self.history = [m for m in map(_message, messages) if m.get("role") != "system"]
+        elif kind == TurnStarted.type:
+            self.turn += 1
+        elif kind == RequestSetup.type:
+            self.setup = _Setup.model_validate(event)
+            self.model = self.setup.model or self.model
+        elif kind == RequestRecorded.type:
+            self._request(_Recorded.model_validate(event))
+        elif kind == ToolCallFinished.type and self.requests:
+            # The call belongs to the last answer: its time follows that request in the session.
+            duration = event.get("duration_s")
+            if isinstance(duration, int | float) and 0 <= duration < 86_400:
+                last = self.requests[-1]
+                self.requests[-1] = _with_tool_time(last, last.tool_seconds + float(duration))
+
+    def _request(self, record: _Recorded) -> None:
+        if self.setup is None:
+            raise _Bad("a request_recorded record before any request_setup record")
+        sent = record.messages - 1  # the system prompt is the first message sent
+        if sent > len(self.history):
+            raise _Bad(f"the request sent {record.messages} messages but the history has only {len(self.history) + 1}")
+        messages = [{"role": "system", "content": self.setup.system}, *self.history[:sent]]
+        self.requests.append(
+            ReplayRequest(
+                index=len(self.requests) + 1,
+                turn=self.turn,
+                messages=messages,
+                tools=self.setup.tools,
+                sampling=self.setup.sampling,
+                recorded=_numbers(record),
+            )
+        )
+
+
+def _message(raw: Any) -> dict[str, Any]:
+    return _Message.model_validate(raw).model_dump()
+
+
+def _with_tool_time(request: ReplayRequest, seconds: float) -> ReplayRequest:
+    return replace(request, tool_seconds=seconds)
+
+
+def _numbers(record: _Recorded) -> RecordedNumbers:
+    timings, usage = record.timings, record.usage
+
+    def count(value: Any) -> int | None:
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+    prompt = count(usage.get("prompt_tokens"))
+    if "prompt_n" in timings or "cache_n" in timings:
+        prompt = (count(timings.get("prompt_n")) or 0) + (count(timings.get("cache_n")) or 0)
+    return RecordedNumbers(
+        prompt_tokens=prompt,
+        cached_tokens=count(timings.get("cache_n")),
+        completion_tokens=count(timings.get("predicted_n")) or count(usage.get("completion_tokens")),
+        drafted=count(timings.get("draft_n")),
+        accepted=count(timings.get("draft_n_accepted")),
+        duration_s=record.duration_s,
+        finish_reason=record.finish_reason,
+    )

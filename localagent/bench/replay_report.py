@@ -1,0 +1,213 @@
+"""A replay as people read it: the terminal table and report.md.
+
+The report leads with what a replay is and is not: it sends the session's recorded history, so
+every request is the one the session made, not one the profile's own earlier answers would
+have led to. Then the session-level figures (the model's time over the whole session, and the
+session's time with its tools' recorded time added) next to the token-level one (generation
+tok/s), and the same speed and acceptance by prompt length.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from localagent.bench import report
+from localagent.bench.formatting import fmt_count, fmt_pct, fmt_seconds, fmt_speedup, fmt_tps
+from server.bench.replay_plan import ReplayWorkload
+from server.bench.replay_summary import ReplaySummary, ReplayTotals
+from server.bench.results import BenchResults
+
+CHART_PNG = "chart.png"
+CHART_SVG = "chart.svg"
+
+REPLAY_CAVEAT = (
+    "A replay sends the session's recorded history: each request carries the messages, tools and sampling the "
+    "session sent, in the session's order, on one server, so the prompt cache serves the same prefixes it did. "
+    "The answers generated now are measured and then dropped, never fed back; each is allowed the length of the "
+    "recorded answer. So this measures the model's side of *this* session's traffic, not what a new session on "
+    "the profile would have done."
+)
+
+
+def terminal_table(summary: ReplaySummary) -> Table:
+    table = Table(title=f"replay of {summary.session}: {summary.common} of {summary.requests} requests on every target",
+                  title_justify="left")
+    table.add_column("target", overflow="fold")
+    for name in ("model s", "session×", "with tools×", "tok/s", "token×", "prefill s", "cached", "accept", "failed"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for totals in summary.totals:
+        table.add_row(
+            totals.target, fmt_seconds(totals.model_seconds), fmt_speedup(totals.session_speedup),
+            fmt_speedup(totals.wall_speedup), fmt_tps(totals.tps), fmt_speedup(totals.token_speedup),
+            fmt_seconds(totals.prompt_seconds), fmt_pct(totals.cached_share), fmt_pct(totals.acceptance),
+            str(totals.requests_failed),
+        )
+    return table
+
+
+def render_markdown(results: BenchResults, workload: ReplayWorkload, summary: ReplaySummary) -> str:
+    session = workload.session
+    lines = [
+        f"# localagent bench --replay {report.md(session.name)}: {' vs '.join(summary.targets)}",
+        "",
+        f"Run {results.started_at} on {report.machine_short(results)}.",
+        "",
+        f"Command: `{results.command_line}`",
+        "",
+        f"> {REPLAY_CAVEAT}",
+        "",
+        *_session_section(workload, summary),
+        *_totals_section(summary),
+        *_reading_section(summary),
+        *_bins_section(summary),
+        *report.speculation_section(results.targets),
+        *report.sweep_section(results),
+        *report.failures_section(results),
+        *_requests_section(results, workload),
+        *report.servers_section(results),
+        *report.machine_section(results),
+    ]
+    return "\n".join(lines)
+
+
+def _session_section(workload: ReplayWorkload, summary: ReplaySummary) -> list[str]:
+    session, settings = workload.session, workload.settings
+    temperature = "the session's own" if settings.temperature is None else f"{settings.temperature:g}"
+    cap = f", at most {settings.max_tokens} tokens each" if settings.max_tokens else ""
+    lines = [
+        "## The session",
+        "",
+        (
+            f"- `{report.md(session.source)}`: {len(session.requests)} model requests over {session.turns} "
+            f"turn{'s' if session.turns != 1 else ''}, recorded against `{report.md(session.model or 'unknown')}`"
+        ),
+        (
+            f"- its tools ran for {summary.tool_seconds:.2f} s in all (the same on every profile; counted in "
+            "**with tools×**)"
+        ),
+        f"- replayed at temperature {temperature}, seed {settings.seed}, each answer as long as the recorded one{cap}",
+        "- compaction's own summary requests are not recorded, so they are not replayed",
+    ]
+    lines.extend(f"- note: {report.md(note)}" for note in session.notes)
+    lines.append("")
+    return lines
+
+
+def _totals_section(summary: ReplaySummary) -> list[str]:
+    base = summary.targets[0] if summary.targets else "-"
+    lines = [
+        "## Per target",
+        "",
+        (
+            f"Over the {summary.common} of {summary.requests} requests that every target completed. **model s**: "
+            "request sent to answer complete, summed; **session×**: model time against "
+            f"**{report.md(base)}**; **with tools×**: the same with the tools' recorded time added to both; "
+            "**tok/s**: generated tokens over generation time (pooled); **token×**: that against the first target; "
+            "**prefill**: prompt tokens the server had to read (the rest came from its cache) and the time it took."
+        ),
+        "",
+        (
+            "| target | model s | session× | with tools× | tok/s | token× | prompt tokens | cached | prefill tokens | "
+            "prefill s | prefill tok/s | generated | drafted | accepted | accept | failed |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines.extend(_totals_row(t) for t in summary.totals)
+    lines.append("")
+    return lines
+
+
+def _totals_row(t: ReplayTotals) -> str:
+    cells = [
+        report.md(t.target), fmt_seconds(t.model_seconds), fmt_speedup(t.session_speedup), fmt_speedup(t.wall_speedup),
+        fmt_tps(t.tps), fmt_speedup(t.token_speedup), fmt_count(t.prompt_tokens),
+        f"{fmt_count(t.cached_tokens)} ({fmt_pct(t.cached_share)})", fmt_count(t.processed_tokens),
+        fmt_seconds(t.prompt_seconds), fmt_tps(t.prefill_tps), fmt_count(t.generated_tokens), fmt_count(t.drafted),
+        fmt_count(t.accepted), fmt_pct(t.acceptance), str(t.requests_failed),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _reading_section(summary: ReplaySummary) -> list[str]:
+    """The two speedups in words, for each target after the first."""
+    if len(summary.totals) < 2:
+        return []
+    base = report.md(summary.totals[0].target)
+    lines = [
+        "## Reading the two speedups",
+        "",
+        (
+            "**token×** is what speculation does to generation. **session×** is what the session feels: it also "
+            "holds prefill (the new part of each prompt) and the wait before each answer's first token, which "
+            "speculation does not shorten, so with short answers and long prompts it stays nearer 1× than "
+            "token× does. **with tools×** adds the tools' own time to both sides: the closest this replay gets "
+            "to the wall-clock time of a person's session."
+        ),
+        "",
+    ]
+    for t in summary.totals[1:]:
+        name = report.md(t.target)
+        if not t.same_model:
+            lines.append(
+                f"- **{name}** serves another model than **{base}** (`{report.md(t.model or '?')}`): its "
+                "speedups compare two models, not speculation; compare it with its own baseline profile"
+            )
+            continue
+        lines.append(
+            f"- **{name}**: generation at {fmt_speedup(t.token_speedup)} the speed of **{base}**; the session's "
+            f"model time {fmt_speedup(t.session_speedup)}, and {fmt_speedup(t.wall_speedup)} with the tools' time"
+        )
+    lines.append("")
+    return lines
+
+
+def _bins_section(summary: ReplaySummary) -> list[str]:
+    head = " | ".join(f"{report.md(t)} tok/s | {report.md(t)} accept" for t in summary.targets)
+    lines = [
+        "## By prompt length",
+        "",
+        (
+            "Requests binned by their prompt's length in tokens, as each server counted it; tok/s and acceptance "
+            "pooled within a bin. Where speculation pays shows as the acceptance and tok/s holding up (or not) as "
+            "the context grows."
+        ),
+        "",
+        f"| prompt tokens | requests | {head} |",
+        "|---|---:|" + "---:|---:|" * len(summary.targets),
+    ]
+    for length_bin in summary.bins:
+        cells = [length_bin.cell(t) for t in summary.targets]
+        count = max((c.requests for c in cells if c is not None), default=0)
+        values = " | ".join(
+            f"{fmt_tps(c.tps if c else None)} | {fmt_pct(c.acceptance if c else None)}" for c in cells
+        )
+        lines.append(f"| {length_bin.label} | {count} | {values} |")
+    lines.extend(["", f"![tok/s and acceptance by prompt length]({CHART_PNG})", ""])
+    return lines
+
+
+def _requests_section(results: BenchResults, workload: ReplayWorkload) -> list[str]:
+    recorded = {r.name: r for r in workload.session.requests}
+    lines = [
+        "## Every request",
+        "",
+        "<details><summary>per request: prompt and cache, speeds, drafts, and what the session recorded</summary>",
+        "",
+        "| target | request | turn | prompt tokens | cached | tokens | recorded tokens | tok/s | model s | accept |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for target in results.targets:
+        for r in target.requests:
+            turn = recorded[r.prompt].turn if r.prompt in recorded else "-"
+            want = recorded[r.prompt].recorded.completion_tokens if r.prompt in recorded else None
+            if not r.ok:
+                lines.append(f"| {report.md(target.label)} | {r.prompt} | {turn} | failed: {report.md(r.error or '')} |"
+                             + " |" * 6)
+                continue
+            lines.append(
+                f"| {report.md(target.label)} | {r.prompt} | {turn} | {fmt_count(r.prompt_tokens)} | "
+                f"{fmt_count(r.cached_tokens)} | {fmt_count(r.completion_tokens)} | {fmt_count(want)} | "
+                f"{fmt_tps(r.server_tps)} | {fmt_seconds(r.wall_s)} | {fmt_pct(r.acceptance)} |"
+            )
+    lines.extend(["", "</details>", ""])
+    return lines

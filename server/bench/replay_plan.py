@@ -1,0 +1,124 @@
+"""A recorded agent session as a bench workload: its model requests, in order, on one server.
+
+Each request is sent as the session sent it (the same messages, tool schemas and sampling
+fields) so that the server's prompt cache behaves as it did: every request extends the one
+before it, and only the new part of the prompt is processed. The answers generated now are
+measured and dropped; the next request carries the recorded history, not them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.bench.client import Endpoint
+from server.bench.results import RequestResult
+from server.bench.workload import Row
+
+# An answer the session did not measure (a server without timings) gets at most this many tokens.
+DEFAULT_REPLAY_MAX_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class RecordedNumbers:
+    """What the session's own server said about a request, when it said it."""
+
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    drafted: int | None = None
+    accepted: int | None = None
+    duration_s: float | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    index: int  # from 1, in the session's order
+    turn: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    sampling: dict[str, Any]
+    recorded: RecordedNumbers = RecordedNumbers()
+    # Time the tools the model called in this answer took in the session (the same on every profile).
+    tool_seconds: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"request {self.index:03d}"
+
+
+@dataclass(frozen=True)
+class ReplaySession:
+    name: str  # what the report calls it: the file name or the session id
+    source: str  # the path it was read from
+    session_id: str
+    model: str | None  # the model the session ran against, as its requests named it
+    requests: list[ReplayRequest]
+    turns: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def tool_seconds(self) -> float:
+        return sum(request.tool_seconds for request in self.requests)
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    temperature: float | None = 0.0  # None: the session's own sampling
+    max_tokens: int | None = None  # a cap on every answer, over the recorded length
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class ReplayWorkload:
+    session: ReplaySession
+    settings: ReplaySettings = ReplaySettings()
+
+    def rows(self) -> list[Row]:
+        return [Row(request.name) for request in self.session.requests]
+
+    def body(self, endpoint: Endpoint, row: Row, stop: Sequence[str] | None) -> dict[str, Any]:
+        request = next(r for r in self.session.requests if r.name == row.name)
+        body: dict[str, Any] = {
+            key: value for key, value in request.sampling.items() if key not in _TRANSPORT_FIELDS
+        }
+        body.update(
+            messages=request.messages,
+            max_tokens=self.max_tokens(request),
+            seed=self.settings.seed,
+            stream=True,
+            stream_options={"include_usage": True},
+            timings_per_token=True,
+            cache_prompt=True,
+        )
+        if request.tools:
+            body["tools"] = request.tools
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        # The stop strings belong to the model being served (the agent sends its profile's); a
+        # server given by URL keeps the session's.
+        if stop:
+            body["stop"] = list(stop)
+        elif stop is not None:
+            body.pop("stop", None)
+        if endpoint.model:
+            body["model"] = endpoint.model
+        return body
+
+    def max_tokens(self, request: ReplayRequest) -> int:
+        """The recorded answer's length, so that each profile generates what the session did."""
+        recorded = request.recorded.completion_tokens
+        length = max(recorded, 1) if recorded is not None else DEFAULT_REPLAY_MAX_TOKENS
+        return min(length, self.settings.max_tokens) if self.settings.max_tokens else length
+
+    def seed(self, row: Row) -> int:
+        return self.settings.seed
+
+    def order(self, rows: list[RequestResult]) -> None:
+        """Already in the session's order."""
+
+
+# Fields of the recorded request that the bench sets itself.
+_TRANSPORT_FIELDS = frozenset({"messages", "tools", "stream", "stream_options", "model", "max_tokens", "n_predict"})

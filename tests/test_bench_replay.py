@@ -1,0 +1,308 @@
+"""``localagent bench --replay``: a session records its model requests; replaying it sends those
+requests again, in order and byte for byte in their messages and tools, and the report's cache
+accounting, totals and prompt-length bins come from what the server said."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.session_replay import replay_session
+from agent.session_store import SessionError, read_session_file
+from server.bench.client import Endpoint
+from server.bench.replay_plan import ReplayRequest, ReplaySession, ReplaySettings, ReplayWorkload
+from server.bench.replay_summary import BIN_EDGES, bin_of, length_bins, summarize_replay
+from server.bench.results import RequestResult, TargetResult
+from server.bench.workload import Row
+from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+
+SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "bench" / "sessions"
+
+
+def one_line_error(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def record_session(la_env) -> tuple[Path, list[dict]]:
+    """Two turns of a scripted agent session: tool calls, their results, answers."""
+    (la_env.workspace / "notes.txt").write_text("alpha\nbeta\n")
+    first = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "notes.txt"})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("grep", {"pattern": "beta"})]),
+        ScriptedTurn(text="notes.txt has two lines, alpha and beta."),
+    ]
+    with ScriptedModelServer(first) as srv:
+        result = la_env.run("run", "what is in notes.txt?", "--base-url", srv.base_url)
+        assert result.code == 0, result.stderr
+        srv.add_turns(ScriptedTurn(text="It has no third line."))
+        result = la_env.run("run", "and the third line?", "--base-url", srv.base_url, "-c")
+        assert result.code == 0, result.stderr
+        bodies = list(srv.requests)
+    [path] = (la_env.home / "data" / "sessions").rglob("*.jsonl")
+    return path, bodies
+
+
+def test_a_replay_sends_the_sessions_requests_in_order_with_their_exact_messages_and_tools(la_env) -> None:
+    session_file, original = record_session(la_env)
+    assert len(original) == 4
+    out = la_env.workspace / "replay"
+    # A warm-up answer, then one per replayed request.
+    with ScriptedModelServer(["warm"] + ["replayed"] * 4, speculative=True) as srv:
+        result = la_env.run("bench", "--replay", str(session_file), "--base-url", f"again={srv.url}", "--out", str(out))
+        replayed = list(srv.requests)[1:]
+    assert result.code == 0, result.stderr
+    assert [body["messages"] for body in replayed] == [body["messages"] for body in original]
+    assert [body["tools"] for body in replayed] == [body["tools"] for body in original]
+    assert all(body["temperature"] == 0 and body["stream"] and body["cache_prompt"] for body in replayed)
+    # Each answer may be as long as the recorded one (scripted tokens are 4 characters).
+    data = json.loads((out / "results.json").read_text())
+    [target] = data["results"]["targets"]
+    recorded = [line for line in map(json.loads, session_file.read_text().splitlines()) if line["type"] == "request_recorded"]
+    assert [body["max_tokens"] for body in replayed] == [max(r["timings"]["predicted_n"], 1) for r in recorded]
+    # The cache accounting is the server's: from the second request on, the replay's prefixes are
+    # the session's, so the server reuses exactly what it reused then.
+    rows = target["requests"]
+    assert [row["prompt"] for row in rows] == ["request 001", "request 002", "request 003", "request 004"]
+    assert [row["cached_tokens"] for row in rows[1:]] == [r["timings"]["cache_n"] for r in recorded[1:]]
+    assert [row["prompt_processed"] for row in rows[1:]] == [r["timings"]["prompt_n"] for r in recorded[1:]]
+    summary = data["replay_summary"]
+    [totals] = summary["totals"]
+    assert totals["cached_tokens"] == sum(row["cached_tokens"] for row in rows)
+    assert totals["prompt_tokens"] == sum(row["prompt_tokens"] for row in rows)
+    assert totals["processed_tokens"] == sum(row["prompt_processed"] for row in rows)
+    assert summary["requests"] == summary["common"] == 4
+    report = (out / "report.md").read_text()
+    assert "recorded history" in report and "## By prompt length" in report
+    assert (out / "chart.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_session_id_and_last_name_the_same_session_as_its_file(la_env) -> None:
+    session_file, _ = record_session(la_env)
+    by_file = read_session_file(session_file)
+    plan = replay_session(by_file, "x", str(session_file))
+    assert [r.turn for r in plan.requests] == [1, 1, 1, 2]
+    assert plan.model == "scripted"
+    # Each request extends the one before it: the history only grows within a session.
+    for before, after in zip(plan.requests, plan.requests[1:], strict=False):
+        assert after.messages[: len(before.messages)] == before.messages
+    # The tool calls' recorded time follows the answer that made them.
+    assert plan.requests[0].tool_seconds > 0 and plan.requests[2].tool_seconds == 0
+    with ScriptedModelServer(["warm", "a", "b", "c", "d"]) as srv:
+        result = la_env.run("bench", "--replay", "last", "--base-url", srv.url, "--out", str(la_env.workspace / "o"))
+        assert result.code == 0, result.stderr
+        assert "replay of" in result.stdout
+
+
+def test_the_shipped_sample_sessions_replay_as_recorded() -> None:
+    for name, turns in (("scripted-build", 2), ("tiny-chat", 4)):
+        path = SAMPLES / f"{name}.jsonl"
+        plan = replay_session(read_session_file(path), name, str(path))
+        assert plan.turns == turns and len(plan.requests) >= turns
+        assert all(r.messages[0]["role"] == "system" and r.tools for r in plan.requests)
+        assert [r.index for r in plan.requests] == list(range(1, len(plan.requests) + 1))
+
+
+# -- what a replay sends -----------------------------------------------------------------------------
+
+
+def make_request(index: int = 1, completion: int | None = 20, sampling: dict | None = None) -> ReplayRequest:
+    from server.bench.replay_plan import RecordedNumbers
+
+    return ReplayRequest(
+        index=index, turn=1, messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+        tools=[{"type": "function", "function": {"name": "view"}}], sampling=sampling or {},
+        recorded=RecordedNumbers(completion_tokens=completion),
+    )
+
+
+def test_the_body_keeps_the_sessions_sampling_but_the_targets_stop_strings_and_a_fixed_temperature() -> None:
+    session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(sampling={"stop": ["<end>"], "max_tokens": 4096,
+                                                                               "top_k": 5})], 1)
+    endpoint = Endpoint("http://127.0.0.1:1")
+    body = ReplayWorkload(session).body(endpoint, Row("request 001"), ["<|im_end|>"])
+    assert body["stop"] == ["<|im_end|>"] and body["top_k"] == 5 and body["temperature"] == 0
+    assert body["max_tokens"] == 20  # the recorded answer's length, not the agent's cap
+    # A server given by URL keeps the session's stop strings; --temperature session keeps its sampling.
+    kept = ReplayWorkload(session, ReplaySettings(temperature=None, max_tokens=8)).body(endpoint, Row("request 001"), None)
+    assert kept["stop"] == ["<end>"] and "temperature" not in kept and kept["max_tokens"] == 8
+    unrecorded = ReplaySession("s", "s.jsonl", "id", "m", [make_request(completion=None)], 1)
+    assert ReplayWorkload(unrecorded).body(endpoint, Row("request 001"), [])["max_tokens"] == 512
+
+
+# -- totals and bins ------------------------------------------------------------------------------------
+
+
+def row(name: str, prompt: int, cached: int, tokens: int, gen_s: float, wall_s: float, *, drafted: int | None = None,
+        accepted: int | None = None, ok: bool = True) -> RequestResult:
+    return RequestResult(
+        prompt=name, run=1, ok=ok, prompt_tokens=prompt, cached_tokens=cached, prompt_processed=prompt - cached,
+        completion_tokens=tokens, gen_seconds=gen_s, prompt_seconds=wall_s - gen_s, wall_s=wall_s,
+        draft_n=drafted, draft_accepted=accepted, error=None if ok else "exceeds the context",
+    )
+
+
+def test_totals_are_over_the_requests_every_target_completed_and_speedups_are_against_the_first() -> None:
+    requests = [make_request(i) for i in (1, 2, 3)]
+    session = ReplaySession("s", "s.jsonl", "id", "m", [ReplayRequest(**{**r.__dict__, "tool_seconds": 1.0})
+                                                        for r in requests], 1)
+    base = TargetResult("base", "profile", model="a.gguf", requests=[
+        row("request 001", 1000, 0, 10, 1.0, 2.0), row("request 002", 1100, 1000, 10, 1.0, 1.2),
+        row("request 003", 9000, 1100, 10, 1.0, 3.0)])
+    fast = TargetResult("fast", "profile", model="a.gguf", requests=[
+        row("request 001", 1000, 0, 10, 0.25, 1.25, drafted=12, accepted=9),
+        row("request 002", 1100, 1000, 10, 0.25, 0.45, drafted=8, accepted=2),
+        row("request 003", 9000, 0, 0, 0, 0, ok=False)])
+    other = TargetResult("other", "profile", model="b.gguf", requests=base.requests)
+    summary = summarize_replay(session, [base, fast, other])
+    assert summary.common == 2 and summary.tool_seconds == 2.0
+    b, f, o = summary.totals
+    assert (b.model_seconds, f.model_seconds) == (pytest.approx(3.2), pytest.approx(1.7))
+    assert f.requests_failed == 1 and f.requests_ok == 2
+    assert (b.cached_tokens, b.prompt_tokens, b.processed_tokens) == (1000, 2100, 1100)
+    assert f.token_speedup == pytest.approx(4.0)
+    assert f.session_speedup == pytest.approx(3.2 / 1.7)
+    assert f.wall_speedup == pytest.approx((3.2 + 2.0) / (1.7 + 2.0))
+    assert f.acceptance == pytest.approx(11 / 20) and b.acceptance is None
+    assert f.same_model and not o.same_model
+
+
+def test_requests_are_binned_by_each_servers_own_prompt_length() -> None:
+    base = TargetResult("base", "profile", requests=[
+        row("request 001", 300, 0, 10, 1.0, 1.0), row("request 002", 1500, 0, 30, 1.0, 1.0),
+        row("request 003", 1600, 0, 10, 1.0, 1.0)])
+    spec = TargetResult("spec", "profile", requests=[
+        row("request 001", 300, 0, 10, 0.5, 1.0, drafted=10, accepted=10),
+        row("request 002", 1500, 0, 30, 0.5, 1.0, drafted=10, accepted=5),
+        row("request 003", 1600, 0, 10, 0.5, 1.0, drafted=10, accepted=0)])
+    bins = length_bins([base, spec])
+    assert [b.label for b in bins] == ["<512", "1k–2k"]
+    small, mid = bins
+    assert small.cell("base").requests == 1 and mid.cell("spec").requests == 2
+    assert mid.cell("base").tps == pytest.approx(20.0) and mid.cell("spec").tps == pytest.approx(40.0)
+    assert mid.cell("spec").acceptance == pytest.approx(0.25) and mid.cell("base").acceptance is None
+
+
+@given(st.integers(min_value=0, max_value=10**7))
+def test_every_prompt_length_falls_in_exactly_the_bin_whose_edges_hold_it(tokens: int) -> None:
+    low, high = bin_of(tokens)
+    assert low <= tokens and (high is None or tokens < high)
+    assert low in (0, *BIN_EDGES) and (high is None or high in BIN_EDGES)
+
+
+# -- hostile or broken session files ------------------------------------------------------------------
+
+HEADER = {"type": "session", "format": 1, "session_id": "s1", "workspace": "/w", "created": "2026-01-01T00:00:00Z",
+          "localagent_version": "0"}
+SETUP = {"type": "request_setup", "system": "sys", "tools": [], "sampling": {}, "model": "m"}
+USER = {"type": "message", "message": {"role": "user", "content": "hi"}}
+
+
+def write_session(path: Path, *events: dict | str) -> Path:
+    lines = [json.dumps(HEADER), *(e if isinstance(e, str) else json.dumps(e) for e in events)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ((USER,), "no recorded model requests"),
+        ((USER, {"type": "request_recorded", "messages": 2}), "before any request_setup"),
+        ((SETUP, USER, {"type": "request_recorded", "messages": 9}), "the history has only 2"),
+        ((SETUP, USER, {"type": "request_recorded", "messages": "two"}), "malformed (messages"),
+        ((SETUP, {"type": "message", "message": "not a dict"}), "malformed"),
+        (({**SETUP, "tools": "all"}, USER, {"type": "request_recorded", "messages": 2}), "malformed (tools"),
+        ((SETUP, {"type": "history_replaced", "messages": 3}), "without a list of messages"),
+    ],
+)
+def test_a_broken_session_file_is_one_line_naming_the_line(la_env, events, message) -> None:
+    path = write_session(la_env.workspace / "bad.jsonl", *events)
+    result = la_env.run("bench", "--replay", str(path), "--base-url", "http://127.0.0.1:9")
+    assert result.code == 2
+    line = one_line_error(result)
+    assert message in line and "bad.jsonl" in line
+    assert not (la_env.workspace / "bench-results").exists()
+
+
+def test_a_fifo_a_directory_or_a_missing_file_is_refused_without_waiting(la_env) -> None:
+    fifo = la_env.workspace / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for named, message in ((str(fifo), "not a regular file"), (str(la_env.workspace), "not a regular file"),
+                           ("gone/none.jsonl", "cannot read session file")):
+        result = la_env.run("bench", "--replay", named, "--base-url", "http://127.0.0.1:9", timeout=30)
+        assert result.code == 2, result.stderr
+        assert message in one_line_error(result)
+
+
+def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path = write_session(tmp_path / "big.jsonl", USER, "x" * 2048)
+    with pytest.raises(SessionError, match="over 0 MiB"):
+        read_session_file(path, max_bytes=1024)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--runs", "2"), "does not take --runs"),
+        (("--prompts", "p.txt"), "does not take --prompts"),
+    ],
+)
+def test_options_a_replay_cannot_honour_are_refused(la_env, args, message) -> None:
+    result = la_env.run("bench", "--replay", "last", *args)
+    assert result.code == 2
+    assert message in one_line_error(result)
+
+
+def test_temperature_belongs_to_a_replay(la_env) -> None:
+    result = la_env.run("bench", "--temperature", "0.5", "--profiles", "tiny")
+    assert result.code == 2
+    assert "--temperature goes with --replay" in one_line_error(result)
+    result = la_env.run("bench", "--replay", "last", "--temperature", "hot")
+    assert result.code == 2 and "not a number" in result.stderr
+
+
+# -- the real llama-server ------------------------------------------------------------------------------
+
+
+@pytest.mark.server
+def test_replaying_the_scripted_sample_on_dflash_against_its_baseline(la_env, llama_server_binary) -> None:
+    out = la_env.workspace / "dflash"
+    result = la_env.run(
+        "bench", "--replay", str(SAMPLES / "scripted-build.jsonl"), "--profiles", "tiny-dflash-baseline", "tiny-dflash",
+        "--max-tokens", "32", "--out", str(out), timeout=600,
+    )
+    assert result.code == 0, result.stderr
+    data = json.loads((out / "results.json").read_text())
+    base, dflash = data["replay_summary"]["totals"]
+    assert base["drafted"] is None and dflash["drafted"] > 0 and dflash["accepted"] > 0
+    assert dflash["same_model"] is True
+    # One server per profile, the requests in order: from the second on, most of each prompt is cached.
+    rows = data["results"]["targets"][1]["requests"]
+    assert all(r["ok"] for r in rows)
+    assert all(r["cached_tokens"] > r["prompt_processed"] for r in rows[1:])
+    report = (out / "report.md").read_text()
+    assert "## Reading the two speedups" in report and "tiny-dflash-baseline" in report
+
+
+@pytest.mark.server
+def test_a_sweep_scores_its_settings_on_a_replay(la_env, llama_server_binary) -> None:
+    out = la_env.workspace / "sweep"
+    result = la_env.run(
+        "bench", "--sweep", "--replay", str(SAMPLES / "scripted-build.jsonl"), "--profiles", "tiny-dflash",
+        "--grid", "n_max=4", "--max-tokens", "16", "--out", str(out), timeout=600,
+    )
+    assert result.code == 0, result.stderr
+    assert "fastest on this session" in result.stdout
+    data = json.loads((out / "results.json").read_text())["results"]
+    assert [t["label"] for t in data["targets"]] == ["current", "n_max=4"]
+    assert data["sweep"]["scored_on"] == "a replay of scripted-build"
+    assert data["sweep"]["best"] in ("current", "n_max=4")
+    assert "scored on a replay of scripted-build" in (out / "report.md").read_text()
