@@ -30,6 +30,10 @@ NO_REQUESTS_HINT = (
 )
 
 
+# A replay sends every request again; a file with more than this is not an agent's session.
+MAX_REPLAY_REQUESTS = 20_000
+
+
 class _Message(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: str
@@ -93,12 +97,14 @@ class _Walk:
     def take(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == MessageAppended.type:
+            # Appending never changes what an earlier request sent: it keeps only its first messages.
             self.history.append(_message(event.get("message")))
         elif kind == HistoryReplaced.type:
             messages = event.get("messages")
             if not isinstance(messages, list):
                 raise _Bad("a history_replaced record without a list of messages")
-            # The stored history starts with the system prompt; RequestSetup carries that.
+            # A new list: the requests before keep the history they extended. The stored history
+            # starts with the system prompt; RequestSetup carries that.
             self.history = [m for m in map(_message, messages) if m.get("role") != "system"]
         elif kind == TurnStarted.type:
             self.turn += 1
@@ -120,12 +126,15 @@ class _Walk:
         sent = record.messages - 1  # the system prompt is the first message sent
         if sent > len(self.history):
             raise _Bad(f"the request sent {record.messages} messages but the history has only {len(self.history) + 1}")
-        messages = [{"role": "system", "content": self.setup.system}, *self.history[:sent]]
+        if len(self.requests) >= MAX_REPLAY_REQUESTS:
+            raise _Bad(f"more than {MAX_REPLAY_REQUESTS} model requests; no session of an agent has that many")
         self.requests.append(
             ReplayRequest(
                 index=len(self.requests) + 1,
                 turn=self.turn,
-                messages=messages,
+                system=self.setup.system,
+                history=self.history,
+                sent=sent,
                 tools=self.setup.tools,
                 sampling=self.setup.sampling,
                 recorded=_numbers(record),

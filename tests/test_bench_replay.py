@@ -117,24 +117,29 @@ def make_request(index: int = 1, completion: int | None = 20, sampling: dict | N
     from server.bench.replay_plan import RecordedNumbers
 
     return ReplayRequest(
-        index=index, turn=1, messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+        index=index, turn=1, system="s", history=[{"role": "user", "content": "u"}], sent=1,
         tools=[{"type": "function", "function": {"name": "view"}}], sampling=sampling or {},
         recorded=RecordedNumbers(completion_tokens=completion),
     )
 
 
 def test_the_body_keeps_the_sessions_sampling_but_the_targets_stop_strings_and_a_fixed_temperature() -> None:
-    session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(sampling={"stop": ["<end>"], "max_tokens": 4096,
-                                                                               "top_k": 5})], 1)
+    sampling = {"stop": ["<end>"], "max_tokens": 4096, "top_k": 5, "n_probs": 100000, "grammar": "root ::= x"}
+    session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(sampling=sampling)], 1)
     endpoint = Endpoint("http://127.0.0.1:1")
     body = ReplayWorkload(session).body(endpoint, Row("request 001"), ["<|im_end|>"])
     assert body["stop"] == ["<|im_end|>"] and body["top_k"] == 5 and body["temperature"] == 0
     assert body["max_tokens"] == 20  # the recorded answer's length, not the agent's cap
+    # Only sampling travels: a session file cannot make the server do other work.
+    assert "n_probs" not in body and "grammar" not in body
+    assert body["messages"] == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     # A server given by URL keeps the session's stop strings; --temperature session keeps its sampling.
     kept = ReplayWorkload(session, ReplaySettings(temperature=None, max_tokens=8)).body(endpoint, Row("request 001"), None)
     assert kept["stop"] == ["<end>"] and "temperature" not in kept and kept["max_tokens"] == 8
     unrecorded = ReplaySession("s", "s.jsonl", "id", "m", [make_request(completion=None)], 1)
     assert ReplayWorkload(unrecorded).body(endpoint, Row("request 001"), [])["max_tokens"] == 512
+    endless = ReplaySession("s", "s.jsonl", "id", "m", [make_request(completion=10**9)], 1)
+    assert ReplayWorkload(endless).body(endpoint, Row("request 001"), [])["max_tokens"] == 8192
 
 
 # -- totals and bins ------------------------------------------------------------------------------------
@@ -240,6 +245,25 @@ def test_a_fifo_a_directory_or_a_missing_file_is_refused_without_waiting(la_env)
         result = la_env.run("bench", "--replay", named, "--base-url", "http://127.0.0.1:9", timeout=30)
         assert result.code == 2, result.stderr
         assert message in one_line_error(result)
+
+
+def test_a_file_with_more_requests_than_any_session_is_refused(tmp_path: Path) -> None:
+    from agent.session_replay import MAX_REPLAY_REQUESTS
+
+    records = [{"type": "request_recorded", "messages": 2}] * (MAX_REPLAY_REQUESTS + 1)
+    path = write_session(tmp_path / "many.jsonl", SETUP, USER, *records)
+    with pytest.raises(SessionError, match=f"more than {MAX_REPLAY_REQUESTS} model requests"):
+        replay_session(read_session_file(path), "many", str(path))
+
+
+def test_markup_in_a_session_name_is_printed_as_text(la_env) -> None:
+    session_file, _ = record_session(la_env)
+    named = la_env.workspace / "[bold]x.jsonl"
+    named.write_bytes(session_file.read_bytes())
+    with ScriptedModelServer(["warm", "a", "b", "c", "d"]) as srv:
+        result = la_env.run("bench", "--replay", str(named), "--base-url", srv.url, "--out", str(la_env.workspace / "o"))
+    assert result.code == 0, result.stderr
+    assert "replay of [bold]x:" in result.stdout
 
 
 def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ tok/s), and the same speed and acceptance by prompt length.
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from localagent.bench import report
@@ -30,14 +31,15 @@ REPLAY_CAVEAT = (
 
 
 def terminal_table(summary: ReplaySummary) -> Table:
-    table = Table(title=f"replay of {summary.session}: {summary.common} of {summary.requests} requests on every target",
-                  title_justify="left")
+    # A file's name and the profiles' names are text, not markup.
+    title = f"replay of {escape(summary.session)}: {summary.common} of {summary.requests} requests on every target"
+    table = Table(title=title, title_justify="left")
     table.add_column("target", overflow="fold")
     for name in ("model s", "session×", "with tools×", "tok/s", "token×", "prefill s", "cached", "accept", "failed"):
         table.add_column(name, justify="right", no_wrap=True)
     for totals in summary.totals:
         table.add_row(
-            totals.target, fmt_seconds(totals.model_seconds), fmt_speedup(totals.session_speedup),
+            escape(totals.target), fmt_seconds(totals.model_seconds), fmt_speedup(totals.session_speedup),
             fmt_speedup(totals.wall_speedup), fmt_tps(totals.tps), fmt_speedup(totals.token_speedup),
             fmt_seconds(totals.prompt_seconds), fmt_pct(totals.cached_share), fmt_pct(totals.acceptance),
             str(totals.requests_failed),

@@ -18,6 +18,15 @@ from server.bench.workload import Row
 
 # An answer the session did not measure (a server without timings) gets at most this many tokens.
 DEFAULT_REPLAY_MAX_TOKENS = 512
+# And no recorded answer more than this without --max-tokens: a session file is not trusted to
+# set a server generating for an hour.
+RECORDED_MAX_TOKENS_CEILING = 8192
+# The sampling fields a replay passes on. Anything else in a session file (a grammar, n_probs,
+# a slot id) is not sampling the agent sends, and is dropped.
+SAMPLING_FIELDS = frozenset({
+    "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "repeat_last_n",
+    "presence_penalty", "frequency_penalty", "dry_multiplier", "dry_base", "dry_allowed_length", "stop",
+})
 
 
 @dataclass(frozen=True)
@@ -37,7 +46,12 @@ class RecordedNumbers:
 class ReplayRequest:
     index: int  # from 1, in the session's order
     turn: int
-    messages: list[dict[str, Any]]
+    system: str
+    # The history as the session grew it, shared by the requests that extend it: a request sent
+    # its first ``sent`` messages. Shared, because copying it per request costs the square of a
+    # long session's length.
+    history: Sequence[dict[str, Any]]
+    sent: int
     tools: list[dict[str, Any]]
     sampling: dict[str, Any]
     recorded: RecordedNumbers = RecordedNumbers()
@@ -47,6 +61,11 @@ class ReplayRequest:
     @property
     def name(self) -> str:
         return f"request {self.index:03d}"
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """What the request sent: the system prompt, then the history as it stood."""
+        return [{"role": "system", "content": self.system}, *self.history[: self.sent]]
 
 
 @dataclass(frozen=True)
@@ -81,9 +100,7 @@ class ReplayWorkload:
 
     def body(self, endpoint: Endpoint, row: Row, stop: Sequence[str] | None) -> dict[str, Any]:
         request = next(r for r in self.session.requests if r.name == row.name)
-        body: dict[str, Any] = {
-            key: value for key, value in request.sampling.items() if key not in _TRANSPORT_FIELDS
-        }
+        body: dict[str, Any] = {key: value for key, value in request.sampling.items() if key in SAMPLING_FIELDS}
         body.update(
             messages=request.messages,
             max_tokens=self.max_tokens(request),
@@ -110,7 +127,7 @@ class ReplayWorkload:
     def max_tokens(self, request: ReplayRequest) -> int:
         """The recorded answer's length, so that each profile generates what the session did."""
         recorded = request.recorded.completion_tokens
-        length = max(recorded, 1) if recorded is not None else DEFAULT_REPLAY_MAX_TOKENS
+        length = min(max(recorded, 1), RECORDED_MAX_TOKENS_CEILING) if recorded is not None else DEFAULT_REPLAY_MAX_TOKENS
         return min(length, self.settings.max_tokens) if self.settings.max_tokens else length
 
     def seed(self, row: Row) -> int:
@@ -119,6 +136,3 @@ class ReplayWorkload:
     def order(self, rows: list[RequestResult]) -> None:
         """Already in the session's order."""
 
-
-# Fields of the recorded request that the bench sets itself.
-_TRANSPORT_FIELDS = frozenset({"messages", "tools", "stream", "stream_options", "model", "max_tokens", "n_predict"})
