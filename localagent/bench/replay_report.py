@@ -87,6 +87,7 @@ def _session_section(workload: ReplayWorkload, summary: ReplaySummary) -> list[s
             f"- its tools ran for {summary.tool_seconds:.2f} s in all (the same on every profile; counted in "
             "**with tools×**)"
         ),
+        f"- its model requests took {fmt_seconds(session.recorded_model_seconds)} s when it ran",
         f"- replayed at temperature {temperature}, seed {settings.seed}, each answer as long as the recorded one{cap}",
         "- compaction's own summary requests are not recorded, so they are not replayed",
     ]

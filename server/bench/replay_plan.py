@@ -82,6 +82,12 @@ class ReplaySession:
     def tool_seconds(self) -> float:
         return sum(request.tool_seconds for request in self.requests)
 
+    @property
+    def recorded_model_seconds(self) -> float | None:
+        """The model time the session itself spent, when every request recorded it."""
+        durations = [request.recorded.duration_s for request in self.requests]
+        return None if any(d is None for d in durations) else sum(d for d in durations if d is not None)
+
 
 @dataclass(frozen=True)
 class ReplaySettings:
