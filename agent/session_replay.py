@@ -14,15 +14,20 @@ checked on the way in and a bad one is named, never a traceback.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.events import HistoryReplaced, MessageAppended, RequestRecorded, RequestSetup, ToolCallFinished, TurnStarted
-from agent.session_store import LoadedSession, SessionError
+from agent.session_store import LoadedSession, SessionError, parse_session
 from server.bench.replay_plan import RecordedNumbers, ReplayRequest, ReplaySession
+from tools.regular_files import NotRegularFile, read_regular_file
 
-__all__ = ["NO_REQUESTS_HINT", "replay_session"]
+__all__ = ["MAX_SESSION_FILE_BYTES", "NO_REQUESTS_HINT", "read_session_file", "replay_session"]
+
+# A session named on the command line is read whole; none that localagent writes comes near this.
+MAX_SESSION_FILE_BYTES = 256 * 2**20
 
 NO_REQUESTS_HINT = (
     "sessions saved by older versions of localagent do not record their requests; "
@@ -52,6 +57,19 @@ class _Recorded(BaseModel):
     timings: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     duration_s: float | None = None
+
+
+def read_session_file(path: Path, max_bytes: int = MAX_SESSION_FILE_BYTES) -> LoadedSession:
+    """A session file named by a person (it may be anywhere, or not a file at all)."""
+    try:
+        read = read_regular_file(path.resolve(strict=True), max_bytes)
+    except NotRegularFile:
+        raise SessionError(f"{path} is not a regular file; give a session file (.jsonl)") from None
+    except (OSError, RuntimeError) as exc:
+        raise SessionError(f"cannot read session file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if read.unread:
+        raise SessionError(f"{path} is over {max_bytes // 2**20} MiB; that is not a session file localagent wrote")
+    return parse_session(read.data, path)
 
 
 def replay_session(loaded: LoadedSession, name: str, source: str) -> ReplaySession:

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent.errors import AgentError
 from agent.events import TurnFinished, TurnStarted
 from agent.text_lines import one_line
-from tools.regular_files import NotRegularFile, read_regular_file
 
 __all__ = [
     "LIST_HINT",
@@ -41,12 +40,10 @@ __all__ = [
     "SessionSummary",
     "SessionWriter",
     "new_session_id",
-    "read_session_file",
+    "parse_session",
 ]
 
 FORMAT_VERSION = 1
-# A session named on the command line (bench --replay) is read whole; none of ours comes near this.
-MAX_SESSION_FILE_BYTES = 256 * 2**20
 SUFFIX = ".jsonl"
 # Shown with every "no such session" error; the CLI owns the exact command.
 LIST_HINT = "list saved sessions with `localagent sessions`"
@@ -209,10 +206,15 @@ class SessionStore:
         self.directory = Path(directory)
         self.user_event_types = user_event_types
 
-    def create(self, workspace: Path, meta: Mapping[str, Any] | None = None) -> SessionWriter:
-        """Start a new session file; its header records the workspace, `meta` (model, profile) and version."""
+    def create(
+        self, workspace: Path, meta: Mapping[str, Any] | None = None, *, session_id: str | None = None
+    ) -> SessionWriter:
+        """Start a new session file; its header records the workspace, `meta` (model, profile) and
+        version. ``session_id`` is one a front end already gave out (from ``new_session_id``)."""
+        if session_id is not None and not _VALID_ID.fullmatch(session_id):
+            raise SessionError(f"{session_id!r} is not a session id")
         header = SessionHeader(
-            session_id=new_session_id(),
+            session_id=session_id or new_session_id(),
             workspace=str(Path(workspace).resolve()),
             created=datetime.now(UTC),
             localagent_version=_version(),
@@ -224,6 +226,8 @@ class SessionStore:
             # O_EXCL: two agents starting in the same second must not share a file.
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
+            if session_id is not None:
+                raise SessionError(f"session {session_id} exists already") from None
             return self.create(workspace, meta)
         except OSError as exc:
             raise SessionError(f"cannot create a session file in {self.directory}: {exc.strerror or exc}") from exc
@@ -307,7 +311,7 @@ class SessionStore:
             data = path.read_bytes()
         except OSError as exc:
             raise SessionError(f"cannot read session file {path}: {exc.strerror or exc}") from exc
-        return _parse_session(data, path)
+        return parse_session(data, path)
 
 
     def _summarise(self, path: Path, loaded: LoadedSession) -> SessionSummary:
@@ -378,20 +382,8 @@ def _event_text(event: Mapping[str, Any]) -> str | None:
     return None
 
 
-def read_session_file(path: Path, max_bytes: int = MAX_SESSION_FILE_BYTES) -> LoadedSession:
-    """A session file named by a person (it may be anywhere, or not a file at all)."""
-    try:
-        read = read_regular_file(path.resolve(strict=True), max_bytes)
-    except NotRegularFile:
-        raise SessionError(f"{path} is not a regular file; give a session file (.jsonl)") from None
-    except (OSError, RuntimeError) as exc:
-        raise SessionError(f"cannot read session file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if read.unread:
-        raise SessionError(f"{path} is over {max_bytes // 2**20} MiB; that is not a session file localagent wrote")
-    return _parse_session(read.data, path)
-
-
-def _parse_session(data: bytes, path: Path) -> LoadedSession:
+def parse_session(data: bytes, path: Path) -> LoadedSession:
+    """A session file's bytes: the header, then every event that parses (the rest noted)."""
     lines = data.split(b"\n")
     # A file written by us ends with "\n", so the final element is empty unless a write was cut.
     tail = lines.pop()

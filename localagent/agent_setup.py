@@ -25,9 +25,9 @@ from localagent.agent_options import (
     AgentOptions,  # also imported from here with build_agent
 )
 from localagent.context import AppContext
-from localagent.saved_rules import ConfigRuleStore
 from localagent.errors import UsageError
 from localagent.model_name import request_model
+from localagent.saved_rules import ConfigRuleStore
 from server.http import server_root
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
@@ -122,10 +122,23 @@ def make_recover(handle: ServerHandle | None, timeout: float = 300.0) -> Recover
     return recover
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """A server already connected (by ``connect_endpoint``) that several agents share; the agent
+    built on it does not own it, and closing that agent leaves it running."""
+
+    base_url: str
+    handle: ServerHandle | None
+    n_ctx: int | None
+
+
 async def build_agent(
     ctx: AppContext,
     options: AgentOptions,
     on_status: Callable[[SupervisorStatus], None] | None = None,
+    *,
+    shared: Endpoint | None = None,
+    session_id: str | None = None,
 ) -> AgentRuntime:
     policy, sandbox = permission_policy(ctx, options)
     store = session_store(ctx)
@@ -133,12 +146,16 @@ async def build_agent(
 
     # The session file is made only once the model answers: a run that cannot connect leaves no
     # empty session behind to hide the last real one from `undo` and `--resume last`.
-    base_url, handle, n_ctx = await connect_endpoint(ctx, options, on_status)
+    if shared is not None:
+        base_url, handle, n_ctx = shared.base_url, shared.handle, shared.n_ctx
+    else:
+        base_url, handle, n_ctx = await connect_endpoint(ctx, options, on_status)
     model = await request_model(options.model, profile_model_id(ctx, options), base_url, ctx.settings.server.api_key)
     if resumed is not None:
         writer = store.resume(resumed)
     else:
-        writer = store.create(ctx.workspace, {"profile": options.profile or ctx.settings.server.profile, "model": model})
+        meta = {"profile": options.profile or ctx.settings.server.profile, "model": model}
+        writer = store.create(ctx.workspace, meta, session_id=session_id)
     session_id = writer.session_id
     api_key = ctx.settings.server.api_key or "not-needed"
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
@@ -162,7 +179,8 @@ async def build_agent(
     if note:
         notes.append(note)
     return AgentRuntime(
-        agent, handle, session_id, checkpoints, base_url, writer, mcp, notes, api_key=api_key, model=model,
+        agent, None if shared is not None else handle, session_id, checkpoints, base_url, writer, mcp, notes,
+        api_key=api_key, model=model,
         rules=None if options.headless else ConfigRuleStore.for_workspace(ctx.paths, ctx.workspace),
     )
 

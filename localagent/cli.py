@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from localagent import config_commands, mcp_commands, run_command, server_commands
+    from localagent.acp import command as acp_command
     from localagent.bench import command as bench_command
     from localagent.tui_command import add_tui_arguments
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_commands.register(commands)
     config_commands.register(commands)
     bench_command.register(commands)
+    acp_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.session_replay import replay_session
-from agent.session_store import SessionError, read_session_file
+from agent.session_replay import read_session_file, replay_session
+from agent.session_store import SessionError
 from server.bench.client import Endpoint
 from server.bench.replay_plan import ReplayRequest, ReplaySession, ReplaySettings, ReplayWorkload
 from server.bench.replay_summary import BIN_EDGES, bin_of, length_bins, summarize_replay

@@ -11,8 +11,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from agent.session_replay import replay_session
-from agent.session_store import SessionError, SessionStore, read_session_file
+from agent.session_replay import read_session_file, replay_session
+from agent.session_store import SessionError, SessionStore
 from localagent.bench import replay_report
 from localagent.bench.formatting import fmt_speedup
 from localagent.bench.outcome import SweepPlan, print_wide, raise_failures, record_sweep

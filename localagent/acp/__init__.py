@@ -1,0 +1,1 @@
+"""``localagent acp``: the agent over the Agent Client Protocol (JSON-RPC on stdio), for editors."""
