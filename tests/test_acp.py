@@ -95,7 +95,7 @@ async def test_a_permission_the_editor_never_answers_ends_with_the_cancel(la_env
     work = la_env.workspace
     (work / "a.txt").write_text("one\n")
     client = RecordingClient(hold=asyncio.Event())
-    with ScriptedModelServer([edit_call("a.txt", "one", "two"), "done"]) as model:
+    with ScriptedModelServer([edit_call("a.txt", "one", "two"), "all right"]) as model:
         async with acp_agent(la_env.env, work, "--base-url", model.base_url, client=client) as (conn, client, _):
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("change it")]))
@@ -103,7 +103,17 @@ async def test_a_permission_the_editor_never_answers_ends_with_the_cancel(la_env
             await conn.cancel(session_id=sid)
             client.hold.set()
             assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
-    assert (work / "a.txt").read_text() == "one\n"
+            # The cancelled call got its result and the turn its end: the next request is well-formed.
+            client.hold = None
+            after = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("never mind")]), 60)
+            assert after.stop_reason == "end_turn"
+            sent = model.requests[-1]["messages"]
+        assert (work / "a.txt").read_text() == "one\n"
+    calls = [i for i, m in enumerate(sent) if m["role"] == "assistant" and m.get("tool_calls")]
+    assert calls and sent[calls[0] + 1]["role"] == "tool"
+    [session_file] = (la_env.home / "data" / "sessions").rglob(f"{sid}.jsonl")
+    ends = [json.loads(line) for line in session_file.read_text().splitlines() if '"turn_finished"' in line]
+    assert [e["reason"] for e in ends] == ["cancelled", "done"]
 
 
 async def test_modes_and_the_policy_are_the_ones_the_cli_has(la_env) -> None:
@@ -132,6 +142,8 @@ async def test_bad_requests_are_errors_not_crashes(la_env) -> None:
                 await conn.new_session(cwd="relative/dir", mcp_servers=[])
             with pytest.raises(RequestError):
                 await conn.load_session(cwd=str(work), session_id="../../etc/passwd", mcp_servers=[])
+            with pytest.raises(RequestError):  # "last" is the CLI's word, not a session id
+                await conn.load_session(cwd=str(work), session_id="last", mcp_servers=[])
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             done = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("hi")]), 60)
             assert done.stop_reason == "end_turn" and client.text() == "fine"

@@ -67,6 +67,7 @@ class LocalAgentAcp:
         # One server for every session of this process, started by the first.
         self._endpoint: Endpoint | None = None
         self._endpoint_lock = asyncio.Lock()
+        self._load_lock = asyncio.Lock()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -92,15 +93,23 @@ class LocalAgentAcp:
                            **kwargs: Any) -> LoadSessionResponse:
         """The saved session, its conversation replayed to the editor before the answer."""
         ctx = _context(cwd)
-        try:
-            _header, events = session_store(ctx).open(session_id, workspace=ctx.workspace)
-        except SessionError as exc:
-            raise RequestError.resource_not_found(f"session {session_id}: {exc}") from None
-        old = self.sessions.pop(session_id, None)
-        if old is not None:
-            await old.close()
-        session = self._open(cwd, mcp_servers, resume=session_id, session_id=session_id)
-        for update in _history_updates(events, ctx.workspace):
+        async with self._load_lock:  # two loads of one session must not both keep an agent
+            try:
+                header, events = session_store(ctx).open(session_id, workspace=ctx.workspace)
+            except SessionError as exc:
+                raise RequestError.resource_not_found(f"session {session_id}: {exc}") from None
+            # The exact id (not "last" or a prefix), of this workspace: one live agent per file.
+            if str(header.get("session_id")) != session_id or header.get("workspace") != str(ctx.workspace):
+                raise RequestError.resource_not_found(f"session {session_id} (of this workspace, by its full id)")
+            try:
+                shown = _history_updates(events, ctx.workspace)
+            except (TypeError, AttributeError, KeyError, ValueError):
+                raise RequestError.invalid_params({"message": f"session {session_id}: its file is damaged"}) from None
+            old = self.sessions.pop(session_id, None)
+            if old is not None:
+                await old.close()
+            session = self._open(cwd, mcp_servers, resume=session_id, session_id=session_id)
+        for update in shown:
             await self.conn.session_update(session_id, update)
         return LoadSessionResponse(modes=_modes(session.mode))
 
@@ -149,7 +158,12 @@ class LocalAgentAcp:
             if self._endpoint is None:
                 base_url, handle, n_ctx = await connect_endpoint(ctx, options, session.on_status)
                 self._endpoint = Endpoint(base_url, handle, n_ctx)
-        return await build_agent(ctx, options, session.on_status, shared=self._endpoint, session_id=session_id)
+        try:
+            return await build_agent(ctx, options, session.on_status, shared=self._endpoint, session_id=session_id)
+        finally:
+            # The editor's MCP servers are read by now; their file holds tokens and is not kept.
+            if options.mcp_config is not None and options.mcp_config != self.options.mcp_config:
+                options.mcp_config.unlink(missing_ok=True)
 
     def _sender(self, session_id: str):
         async def send(update: Any, meta: dict[str, Any]) -> None:
@@ -189,12 +203,19 @@ def _options_for(base: AgentOptions, resume: str | None, mcp_servers: list[Any] 
     options = replace(base, resume=resume)
     if mcp_servers:
         # The editor's servers are the person's own configuration, as a --mcp-config file is.
-        options.mcp_config = _mcp_config_file(mcp_servers, ctx)
+        options.mcp_config = _mcp_config_file(mcp_servers, ctx, base.mcp_config)
     return options
 
 
-def _mcp_config_file(servers: list[Any], ctx: AppContext) -> Path:
+def _mcp_config_file(servers: list[Any], ctx: AppContext, given: Path | None) -> Path:
+    """One file with the --mcp-config servers (if any) and the editor's, the editor's winning a
+    name both use."""
     entries: dict[str, Any] = {}
+    if given is not None:
+        try:
+            entries.update(json.loads(given.expanduser().read_text(encoding="utf-8")).get("mcpServers") or {})
+        except (OSError, ValueError, AttributeError) as exc:
+            raise RequestError.invalid_params({"message": f"--mcp-config {given}: {exc}"}) from None
     for server in servers:
         if isinstance(server, McpServerStdio):
             entries[server.name] = {

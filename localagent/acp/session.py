@@ -30,6 +30,7 @@ from agent.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from agent.permissions import rule_for_call
 from localagent.acp import updates
 from localagent.agent_setup import AgentRuntime
 from server.supervisor import SupervisorStatus
@@ -59,6 +60,10 @@ class AcpSession:
     building: asyncio.Task[AgentRuntime] | None = None
     statuses: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     turn: asyncio.Task[PromptResponse] | None = None
+    # Set from a prompt's arrival to its answer, so a second prompt (or a cancel) that comes while
+    # the first still waits for the agent to be built is seen.
+    busy: bool = False
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     _last_meta: float = 0.0
 
     def on_status(self, status: SupervisorStatus) -> None:
@@ -78,6 +83,8 @@ class AcpSession:
                 await self.send(updates.thought(getter.result() + "\n"), {})
             else:
                 getter.cancel()
+        if self.building.cancelled():
+            raise RequestError.invalid_request({"message": "this session was closed (loaded again, or the agent stops)"})
         try:
             self.runtime = self.building.result()
         except Exception as exc:  # noqa: BLE001 - any failure to build is told to the editor as one line
@@ -94,17 +101,40 @@ class AcpSession:
             self.runtime.agent.set_mode(mode)
 
     async def prompt(self, text: str) -> PromptResponse:
-        if self.turn is not None and not self.turn.done():
+        if self.busy:
             raise RequestError.invalid_request({"message": "a prompt is already running in this session"})
-        runtime = await self.ready()
-        self.turn = asyncio.ensure_future(self._run(runtime, text))
+        self.busy = True
+        self.cancelled.clear()
         try:
-            return await asyncio.shield(self.turn)
-        except asyncio.CancelledError:
-            self.turn.cancel()
-            raise
+            runtime = await self._ready_unless_cancelled()
+            if runtime is None:
+                return PromptResponse(stop_reason="cancelled")
+            self.turn = asyncio.ensure_future(self._run(runtime, text))
+            try:
+                return await asyncio.shield(self.turn)
+            except asyncio.CancelledError:
+                self.turn.cancel()
+                raise
+        finally:
+            self.busy = False
+
+    async def _ready_unless_cancelled(self) -> AgentRuntime | None:
+        """The agent; None when the person cancels while it is still being built."""
+        if self.runtime is not None:
+            return self.runtime
+        ready = asyncio.ensure_future(self.ready())
+        stop = asyncio.ensure_future(self.cancelled.wait())
+        try:
+            await asyncio.wait({ready, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not ready.done():
+            ready.cancel()  # only the wait: the build itself goes on for the next prompt
+            return None
+        return ready.result()
 
     def cancel(self) -> None:
+        self.cancelled.set()
         if self.turn is not None and not self.turn.done():
             self.turn.cancel()
 
@@ -112,12 +142,18 @@ class AcpSession:
         numbers = updates.LiveNumbers()
         views: dict[str, updates.ToolCallView] = {}
         finished: TurnFinished | None = None
+        events = runtime.agent.run_turn(text)
         try:
-            async for event in runtime.agent.run_turn(text):
+            async for event in events:
                 if isinstance(event, TurnFinished):
                     finished = event
                 await self._relay(event, runtime, numbers, views)
         except asyncio.CancelledError:
+            # The cancel may land here (asking the person, sending an update) while the turn is
+            # parked at a yield: thrown in there, the loop closes its calls and records the end,
+            # so the history stays one a server accepts.
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await events.athrow(asyncio.CancelledError())
             return PromptResponse(stop_reason="cancelled", field_meta=numbers.summary())
         summary = numbers.summary()
         reason = _STOP_REASONS.get(finished.reason, "end_turn") if finished else "end_turn"
@@ -163,8 +199,9 @@ class AcpSession:
 
     async def _approve(self, event: ApprovalRequested) -> None:
         """Ask the person through the editor; a cancelled request denies (the turn is being cancelled)."""
-        call = updates.permission_call(event.call_id, event.summary, updates.tool_kind(event.name), event.reason,
-                                       event.diff)
+        rule = rule_for_call(event.name, event.summary)
+        reason = f"{event.reason}\n\n\"Allow for this session\" allows {rule} until the session ends."
+        call = updates.permission_call(event.call_id, event.summary, updates.tool_kind(event.name), reason, event.diff)
         try:
             response = await self.ask(call)
         except Exception:  # noqa: BLE001 - a client that cannot answer has not allowed anything
