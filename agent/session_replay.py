@@ -13,6 +13,7 @@ checked on the way in and a bad one is named, never a traceback.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.events import HistoryReplaced, MessageAppended, RequestRecorded, RequestSetup, ToolCallFinished, TurnStarted
+from agent.session_resume import repair_interrupted_calls
 from agent.session_store import LoadedSession, SessionError, parse_session
 from server.bench.replay_plan import RecordedNumbers, ReplayRequest, ReplaySession
 from tools.regular_files import NotRegularFile, read_regular_file
@@ -56,7 +58,7 @@ class _Recorded(BaseModel):
     finish_reason: str | None = None
     timings: dict[str, Any] = {}
     usage: dict[str, Any] = {}
-    duration_s: float | None = None
+    duration_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 def read_session_file(path: Path, max_bytes: int = MAX_SESSION_FILE_BYTES) -> LoadedSession:
@@ -128,6 +130,9 @@ class _Walk:
             self.turn += 1
         elif kind == RequestSetup.type:
             self.setup = _Setup.model_validate(event)
+            # A new process (a resumed session): its agent repaired calls an earlier run left
+            # unanswered, and sent those results without recording them as messages.
+            self.history = repair_interrupted_calls(self.history)
             self.model = self.setup.model or self.model
         elif kind == RequestRecorded.type:
             self._request(_Recorded.model_validate(event))
@@ -172,7 +177,9 @@ def _numbers(record: _Recorded) -> RecordedNumbers:
     timings, usage = record.timings, record.usage
 
     def count(value: Any) -> int | None:
-        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            return None
+        return int(value)
 
     prompt = count(usage.get("prompt_tokens"))
     if "prompt_n" in timings or "cache_n" in timings:

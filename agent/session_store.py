@@ -333,7 +333,7 @@ class SessionStore:
 def _parse_event(raw: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting deeper than any event
         return None
     return record if isinstance(record, dict) else None
 

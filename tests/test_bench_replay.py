@@ -330,3 +330,58 @@ def test_a_sweep_scores_its_settings_on_a_replay(la_env, llama_server_binary) ->
     assert data["sweep"]["scored_on"] == "a replay of scripted-build"
     assert data["sweep"]["best"] in ("current", "n_max=4")
     assert "scored on a replay of scripted-build" in (out / "report.md").read_text()
+
+
+def test_a_resumed_session_with_a_call_the_first_run_left_unanswered_replays_as_sent(la_env) -> None:
+    """The resumed agent sends a repaired history (an "interrupted" result for the dangling call)
+    that was never recorded as messages; the replay must rebuild it the same way."""
+    session_file, _ = record_session(la_env)
+    lines = session_file.read_text().splitlines()
+    # Cut the first run after its first tool call was asked for: no result, no more requests.
+    first_call = next(i for i, line in enumerate(lines) if '"tool_call_started"' in line)
+    session_file.write_text("\n".join(lines[:first_call]) + "\n")
+    with ScriptedModelServer(["resumed answer"]) as srv:
+        result = la_env.run("run", "go on", "--base-url", srv.base_url, "-c")
+        assert result.code == 0, result.stderr
+        sent = list(srv.requests)
+    plan = replay_session(read_session_file(session_file), "s", str(session_file))
+    assert plan.requests[-1].messages == sent[-1]["messages"]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"type": "request_recorded", "messages": 2, "timings": {"predicted_n": float("inf")}},
+        {"type": "request_recorded", "messages": 2, "duration_s": float("nan")},
+        "[" * 100_000,
+    ],
+)
+def test_infinite_numbers_and_deep_nesting_are_refused_or_skipped_not_a_traceback(la_env, record) -> None:
+    path = write_session(la_env.workspace / "odd.jsonl", SETUP, USER, record)
+    result = la_env.run("bench", "--replay", str(path), "--base-url", "http://127.0.0.1:9")
+    assert result.code == 2
+    one_line_error(result)
+
+
+def test_a_target_that_completed_nothing_leaves_the_others_comparable() -> None:
+    session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(1), make_request(2)], 1)
+    dead = TargetResult("dead", "profile", error="did not start", requests=[
+        row("request 001", 0, 0, 0, 0, 0, ok=False), row("request 002", 0, 0, 0, 0, 0, ok=False)])
+    a = TargetResult("a", "profile", requests=[row("request 001", 100, 0, 10, 1.0, 2.0),
+                                              row("request 002", 200, 100, 10, 1.0, 2.0)])
+    b = TargetResult("b", "profile", requests=[row("request 001", 100, 0, 10, 0.5, 1.0),
+                                              row("request 002", 200, 100, 10, 0.5, 1.0)])
+    summary = summarize_replay(session, [a, dead, b])
+    assert summary.common == 2
+    totals = {t.target: t for t in summary.totals}
+    assert totals["dead"].requests_failed == 2 and totals["dead"].model_seconds == 0
+    assert totals["b"].session_speedup == pytest.approx(2.0)
+
+
+def test_a_dollar_in_a_name_does_not_break_the_chart(tmp_path: Path) -> None:
+    from localagent.bench.replay_chart import write_replay_chart
+
+    a = TargetResult("$a^$", "profile", requests=[row("request 001", 100, 0, 10, 1.0, 2.0)])
+    session = ReplaySession("$x^$", "s.jsonl", "id", "m", [make_request(1)], 1)
+    write_replay_chart(summarize_replay(session, [a]), tmp_path / "c.png", tmp_path / "c.svg", "replay of $x^$")
+    assert (tmp_path / "c.png").read_bytes().startswith(b"\x89PNG")

@@ -20,6 +20,8 @@ def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
 
     # Same data, same SVG bytes: the sample report does not churn in version control.
     matplotlib.rcParams["svg.hashsalt"] = "localagent-bench"
+    # Names are text: a "$" in a file or profile name is not the start of a formula.
+    matplotlib.rcParams["text.parse_math"] = False
 
     groups = [*summary.prompts, OVERALL]
     targets = summary.targets

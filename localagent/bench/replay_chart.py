@@ -16,6 +16,8 @@ def write_replay_chart(summary: ReplaySummary, png: Path, svg: Path, title: str)
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.hashsalt"] = "localagent-bench"  # same data, same SVG bytes
+    # Names are text: a "$" in a file or profile name is not the start of a formula.
+    matplotlib.rcParams["text.parse_math"] = False
     labels = [b.label for b in summary.bins]
     n = max(len(summary.targets), 1)
     width = 0.8 / n

@@ -76,12 +76,17 @@ def load_session(given: str, store: SessionStore) -> ReplaySession:
     try:
         if path.suffix == ".jsonl" or "/" in given or path.exists():
             loaded = read_session_file(path)
-            return replay_session(loaded, path.name.removesuffix(".jsonl"), str(path))
+            return replay_session(loaded, _printable(path.name.removesuffix(".jsonl")), str(path))
         loaded = store.open(given)
-        session_id = str(loaded.header.get("session_id", given))
+        session_id = _printable(str(loaded.header.get("session_id", given)))
         return replay_session(loaded, session_id, str(store.directory / f"{session_id}.jsonl"))
     except SessionError as exc:
         raise UsageError(f"--replay {given}: {exc}") from None
+
+
+def _printable(name: str) -> str:
+    """A name as it may reach a terminal: no escape sequences or other control characters."""
+    return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
 def session_record(session: ReplaySession) -> dict[str, Any]:

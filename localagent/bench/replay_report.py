@@ -50,7 +50,7 @@ def terminal_table(summary: ReplaySummary) -> Table:
 def render_markdown(results: BenchResults, workload: ReplayWorkload, summary: ReplaySummary) -> str:
     session = workload.session
     lines = [
-        f"# localagent bench --replay {report.md(session.name)}: {' vs '.join(summary.targets)}",
+        f"# localagent bench --replay {report.md(session.name)}: {' vs '.join(map(report.md, summary.targets))}",
         "",
         f"Run {results.started_at} on {report.machine_short(results)}.",
         "",

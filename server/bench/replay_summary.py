@@ -111,12 +111,15 @@ class ReplaySummary:
 def summarize_replay(session: ReplaySession, targets: Sequence[TargetResult]) -> ReplaySummary:
     names = [request.name for request in session.requests]
     by_target = [{row.prompt: row for row in t.requests} for t in targets]
-    ok_everywhere = [n for n in names if all(n in rows and rows[n].ok for rows in by_target)]
+    # A target that completed nothing (it did not start) would leave nothing to compare; it is
+    # left out of the common set and shows as failed.
+    live = [rows for rows in by_target if any(row.ok for row in rows.values())]
+    ok_everywhere = [n for n in names if all(n in rows and rows[n].ok for rows in live)]
     common = set(ok_everywhere)
     tool_seconds = sum(r.tool_seconds for r in session.requests if r.name in common)
     totals: list[ReplayTotals] = []
     for target, rows_by_name in zip(targets, by_target, strict=True):
-        rows = [rows_by_name[n] for n in ok_everywhere]
+        rows = [rows_by_name[n] for n in ok_everywhere if n in rows_by_name and rows_by_name[n].ok]
         failed = sum(1 for row in target.requests if not row.ok)
         totals.append(_totals(target, rows, len(target.requests) - failed, failed, tool_seconds))
     totals = _with_speedups(totals)
