@@ -83,6 +83,10 @@ class SyntheticAgent:
     ask_for: str | None = None
     answers: list[str] = field(default_factory=list)
     emitted: int = 0
+    # Stop after this many tokens (their Metrics included) until ``resume`` is set: tests look at
+    # the screen in the middle of a turn.
+    pause_after: int | None = None
+    resume: asyncio.Event = field(default_factory=asyncio.Event)
     # When the first and the last token were handed to the consumer (for the benchmark).
     first_token_at: float | None = None
     last_token_at: float | None = None
@@ -127,6 +131,8 @@ class SyntheticAgent:
                 context_used=prompt_n + produced,
                 n_ctx=self.n_ctx,
             )
+            if produced == self.pause_after:
+                await self.resume.wait()
         self.last_token_at = time.monotonic()
         answer = "".join(text)
         self.messages.append({"role": "assistant", "content": answer})

@@ -1,21 +1,26 @@
 """The TUI's pure parts: slash commands, number formatting, the live metrics model, Markdown
-segmenting, the command line, and the rule that the core never imports the TUI."""
+block splitting and code blocks, garbage-collection pacing, the command line, and the rule that
+the core never imports the TUI."""
 
 from __future__ import annotations
 
 import ast
+import gc
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+from rich.markdown import Markdown
 
 from agent.events import Metrics
 from localagent.cli import build_parser
 from localagent.tui_command import agent_options
 from server.supervisor import ServerState, SupervisorStatus
 from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
-from tui import commands, formatting
+from tui import commands, formatting, gc_pacing, input_priority
+from tui.markdown_blocks import block_cuts, split_blocks
 from tui.metrics_model import LiveMetrics
-from tui.widgets.assistant_message import fences_balanced, segment_cuts
+from tui.widgets.streamed_markdown import rich_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,15 +104,97 @@ def test_server_state_comes_from_the_supervisor_or_from_reachability():
     assert live.acceptance_by_position == pytest.approx((0.8, 0.6))
 
 
-def test_markdown_is_cut_only_after_a_blank_line_outside_code_fences():
-    text = "a" * 10 + "\n\n```\n" + "code\n\n" * 5 + "```\n\nafter\n\nmore"
-    cuts = segment_cuts(text, size=13)  # the first blank line past 13 characters is inside the fence
-    for cut in cuts:
-        assert text[cut - 2 : cut] == "\n\n" and fences_balanced(text[:cut])
-    assert cuts and text[cuts[0]:].startswith("after")
-    assert segment_cuts("short\n\ntext", size=100) == []
-    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-    assert "".join(pieces) == text
+def test_markdown_is_cut_into_blocks_only_after_a_blank_line_outside_code_fences():
+    text = "para one\n\n```\n" + "code\n\n" * 3 + "```\n\n- a\n- b\n\n  still b\n\n~~~\n```\n\n~~~\n\nafter"
+    finished, tail = split_blocks(text)
+    assert finished == [
+        "para one\n\n",
+        "```\n" + "code\n\n" * 3 + "```\n\n",
+        "- a\n- b\n\n  still b\n\n",  # an indented line after a blank one continues the list
+        "~~~\n```\n\n~~~\n\n",  # a ``` inside a ~~~ fence does not close it
+    ]
+    assert tail == "after" and "".join(finished) + tail == text
+    # A block is finished only once the next one has begun: text up to a blank line stays open.
+    assert split_blocks("para\n\n") == ([], "para\n\n")
+    assert split_blocks("\n\nlead") == ([], "\n\nlead")
+    assert block_cuts("a\n\n  b") == [] and block_cuts("a\n\nb") == [3]
+
+
+def test_blocks_cut_anywhere_in_a_stream_join_back_and_render_as_the_whole():
+    text = "# Title\n\nSome **bold** text.\n\n1. one\n2. two\n\n```py\nx = 1\n\ny = 2\n```\n\nEnd.\n"
+    for step in (1, 3, 7):
+        finished: list[str] = []
+        tail = ""
+        for index in range(0, len(text), step):
+            done, tail = split_blocks(tail + text[index : index + step])
+            finished.extend(done)
+        assert "".join(finished) + tail == text
+        assert [block.split("\n")[0] for block in finished] == ["# Title", "Some **bold** text.", "1. one", "```py"]
+
+
+def test_code_blocks_are_drawn_as_rich_draws_them():
+    console = Console(width=60, force_terminal=True, color_system="truecolor")
+    cases = [
+        "```python\ndef total(values):\n\tresult = 0.0\n    return result\n```",
+        "```\nplain\n\n  indented\n```",
+        "```no-such-language\nabc\n```",
+        "    indented code\n    more",
+        "- item\n\n  ```bash\n  ls -la | grep x  # comment\n  ```",
+    ]
+    for markdown in cases:
+        ours = console.render_lines(rich_markdown(markdown), console.options, pad=True)
+        rich = console.render_lines(Markdown(markdown, code_theme="monokai", hyperlinks=False), console.options, pad=True)
+        assert ours == rich, markdown
+    # A line wider than the block is folded at the edge, nothing lost.
+    long = "```python\nx = '" + "y" * 100 + "'\n```"
+    lines = ["".join(segment.text for segment in line) for line in console.render_lines(rich_markdown(long), console.options)]
+    assert all(len(line) == 60 for line in lines) and "".join(line.strip() for line in lines) == "x = '" + "y" * 100 + "'"
+
+
+def test_session_totals_count_the_running_turn_live_and_end_on_the_agents_count():
+    live = LiveMetrics()
+    live.set_totals({"prompt_tokens": 1000, "completion_tokens": 50, "tool_calls": 0})
+    live.turn_started(0.0)
+    live.record(metrics(10), 0.1)  # cumulative within one request: 100 read + 900 cached
+    live.record(metrics(30), 0.2)
+    assert (live.session_prompt_tokens, live.session_completion_tokens) == (2000, 80)
+    live.request_finished()  # folded once, however many Metrics the request had
+    live.request_finished()
+    assert (live.session_prompt_tokens, live.session_completion_tokens) == (2000, 80)
+    live.request_started(0.3)
+    live.record(metrics(5), 0.4)
+    assert (live.session_prompt_tokens, live.session_completion_tokens) == (3000, 85)
+    # The agent's totals replace the estimate: nothing is added on top of them.
+    live.turn_finished({"prompt_tokens": 3000, "completion_tokens": 85, "tool_calls": 1})
+    assert (live.session_prompt_tokens, live.session_completion_tokens, live.tool_calls) == (3000, 85, 1)
+    live.record(metrics(7), 0.5)  # a straggler after the turn (or a test) changes no total
+    assert (live.session_prompt_tokens, live.session_completion_tokens) == (3000, 85)
+
+
+def test_streamed_output_waits_only_while_a_key_is_on_its_way():
+    input_priority.key_shown()
+    assert input_priority.hold_remaining() == 0
+    input_priority.key_arrived()
+    input_priority.key_arrived()
+    assert 0 < input_priority.hold_remaining() <= input_priority.MAX_HOLD_S
+    input_priority.key_shown()
+    assert input_priority.hold_remaining() > 0  # the second key is not drawn yet
+    input_priority.key_shown()
+    assert input_priority.hold_remaining() == 0
+
+
+def test_full_collections_wait_for_the_turn_and_the_pause_after_it():
+    before = gc.get_threshold()
+    try:
+        with gc_pacing.full_collections_deferred():
+            assert gc.get_threshold()[:2] == before[:2] and gc.get_threshold()[2] > 10**6
+            assert not gc_pacing.catch_up()  # a turn is running
+        assert gc_pacing.deferring() and gc.get_threshold()[2] > 10**6  # still, until the pause
+        assert gc_pacing.catch_up()
+        assert not gc_pacing.deferring() and gc.get_threshold() == before
+    finally:
+        gc_pacing.restore()
+        gc.set_threshold(*before)
 
 
 def test_top_level_flags_open_the_tui_and_leave_run_alone():

@@ -13,15 +13,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from server.http import server_root
 from server.supervisor import SupervisorStatus
 from server.telemetry import ServerStats, TelemetryPoller
 from tools.mcp.approvals import ApprovalRequest
+from tui import gc_pacing, input_priority
 from tui.messages import ServerStatusChanged, TelemetryUpdated
 from tui.prompt_history import PromptHistory
 from tui.runtime import RuntimeFactory, TuiRuntime
@@ -30,6 +32,7 @@ from tui.screens.loading import LoadingScreen
 from tui.screens.mcp_approval import McpApprovalScreen
 from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
+from tui.widgets.streamed_markdown import warm_up_in_background
 
 # A second Ctrl+C within this many seconds quits.
 QUIT_WINDOW_S = 2.0
@@ -68,12 +71,20 @@ class LocalAgentApp(App[int]):
         self.boot_error: BaseException | None = None
         self._last_interrupt = -QUIT_WINDOW_S
 
+    def post_message(self, message: Message) -> bool:
+        # The earliest the app knows of a key (the terminal's input is posted here): from now
+        # until it is drawn, streamed output waits (tui.input_priority).
+        if isinstance(message, events.Key):
+            input_priority.key_arrived()
+        return super().post_message(message)
+
     async def on_mount(self) -> None:
         # Both screens are composed before start-up begins: a fast runtime factory (an endpoint
         # that is already up) must not find the chat screen without its widgets.
         await self.push_screen(self.chat)
         await self.push_screen(self.loading_screen)
         self._boot_worker = self._boot()
+        warm_up_in_background()
 
     # -- start-up --------------------------------------------------------------------------------
 
@@ -128,6 +139,8 @@ class LocalAgentApp(App[int]):
         if self.screen is self.loading_screen:
             self.pop_screen()
             self.chat.prompt.focus()
+        # What start-up built lives as long as the app: later full collections need not walk it.
+        gc_pacing.freeze_startup()
         # Telemetry only where there is an HTTP server to ask (not a synthetic runtime).
         if self.telemetry and runtime.base_url.startswith(("http://", "https://")):
             root = server_root(runtime.base_url)
@@ -188,3 +201,4 @@ class LocalAgentApp(App[int]):
     async def on_unmount(self) -> None:
         # However the app ends, a server this session started does not outlive it.
         await self.close_runtime()
+        gc_pacing.restore()

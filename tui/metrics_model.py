@@ -47,16 +47,24 @@ class LiveMetrics:
     server_pid: int | None = None
     server_message: str = ""
     managed: bool = True
-    # Session totals.
+    # Session totals, as the agent counted them at the end of the last turn.
     turns: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
+    # While a turn runs: its finished requests' tokens, from their last Metrics (the request in
+    # flight is ``request``). Shown on top of the totals above until the turn ends and the
+    # agent's own count replaces all three.
+    turn_open: bool = False
+    turn_prompt_tokens: int = 0
+    turn_completion_tokens: int = 0
 
     # -- updates -------------------------------------------------------------------------------
 
     def turn_started(self, now: float) -> None:
         self.turns += 1
+        self.turn_open = True
+        self.turn_prompt_tokens = self.turn_completion_tokens = 0
         self.turn_totals = RequestTotals()
         self.turn_saw_drafts = False
         self.samples.clear()
@@ -89,11 +97,17 @@ class LiveMetrics:
         """Fold the finished request's drafts into the turn's, so they are counted once."""
         if self.request is not None and self.request_open:
             self.turn_totals.add(self.request)
+            if self.turn_open:
+                self.turn_prompt_tokens += _prompt_tokens(self.request)
+                self.turn_completion_tokens += self.request.predicted_n
         self.request_open = False
         self.waiting_since = None
 
     def turn_finished(self, totals: dict[str, int]) -> None:
+        """The agent's totals replace the live count (which only estimated the turn's share)."""
         self.request_finished()
+        self.turn_open = False
+        self.turn_prompt_tokens = self.turn_completion_tokens = 0
         self.set_totals(totals)
 
     def set_totals(self, totals: dict[str, int]) -> None:
@@ -131,6 +145,22 @@ class LiveMetrics:
             self.server_state = str(ServerState.READY) if stats.reachable else str(ServerState.DOWN)
 
     # -- derived figures -------------------------------------------------------------------------
+
+    @property
+    def session_prompt_tokens(self) -> int:
+        """Prompt tokens of the session so far, the running turn's included."""
+        if not self.turn_open:
+            return self.prompt_tokens
+        in_flight = _prompt_tokens(self.request) if self.request is not None and self.request_open else 0
+        return self.prompt_tokens + self.turn_prompt_tokens + in_flight
+
+    @property
+    def session_completion_tokens(self) -> int:
+        """Completion tokens of the session so far, the running turn's included."""
+        if not self.turn_open:
+            return self.completion_tokens
+        in_flight = self.request.predicted_n if self.request is not None and self.request_open else 0
+        return self.completion_tokens + self.turn_completion_tokens + in_flight
 
     @property
     def generation_tps(self) -> float | None:
@@ -180,3 +210,9 @@ class LiveMetrics:
     @property
     def context_used(self) -> int:
         return self.request.context_used if self.request else 0
+
+
+def _prompt_tokens(metrics: Metrics) -> int:
+    # What the agent counts for a request: the prompt it read plus what the cache held (the
+    # whole prompt, as usage reports it).
+    return metrics.prompt_n + metrics.cache_n

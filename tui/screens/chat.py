@@ -15,6 +15,7 @@ chat templates demand), or a message, whose ``@file`` mentions are read and atta
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from types import AsyncGeneratorType
 from typing import Any
@@ -43,7 +44,7 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from tui import attachments, commands, reports
+from tui import attachments, commands, gc_pacing, input_priority, reports
 from tui.messages import MentionStarted, PromptSubmitted
 from tui.prompt_history import PromptHistory
 from tui.runtime import TuiAgent, TuiRuntime, rule_store
@@ -57,6 +58,11 @@ from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
 
 AGENT_GROUP = "agent"
+# The longest the event stream holds the event loop: when the agent has events ready back to back
+# (a burst from the server), keys and repaints still get their turn this often.
+YIELD_EVERY_S = 0.008
+# After a turn, the full garbage collection it put off runs once no key has come for this long.
+GC_QUIET_S = 1.0
 
 
 class ChatScreen(SlashCommands, Screen[None]):
@@ -234,7 +240,18 @@ class ChatScreen(SlashCommands, Screen[None]):
 
     @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="turn")
     async def run_turn(self, text: str) -> None:
-        await self.consume(self.agent.run_turn(text))
+        try:
+            with gc_pacing.full_collections_deferred():
+                await self.consume(self.agent.run_turn(text))
+        finally:
+            self.set_timer(GC_QUIET_S, self._collect_when_quiet)
+
+    def _collect_when_quiet(self) -> None:
+        quiet_for = input_priority.since_last_key()
+        if quiet_for < GC_QUIET_S:
+            self.set_timer(GC_QUIET_S - quiet_for, self._collect_when_quiet)
+        else:
+            gc_pacing.catch_up()  # a turn running now catches up after it instead
 
     @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="shell")
     async def run_shell(self, command: str) -> None:
@@ -250,6 +267,7 @@ class ChatScreen(SlashCommands, Screen[None]):
 
     async def consume(self, events: AsyncIterator[Event]) -> None:
         """Show every event; when one asks for approval, ask the user before taking the next."""
+        held_since = time.monotonic()
         try:
             while True:
                 try:
@@ -257,6 +275,9 @@ class ChatScreen(SlashCommands, Screen[None]):
                 except StopAsyncIteration:
                     break
                 await self.show_event(event)
+                if time.monotonic() - held_since > YIELD_EVERY_S:
+                    await asyncio.sleep(0)
+                    held_since = time.monotonic()
                 if isinstance(event, ApprovalRequested):
                     answer = await self.app.push_screen_wait(ApprovalScreen(event, rule_store(self.runtime)))
                     if not event.future.done():
@@ -331,8 +352,12 @@ class ChatScreen(SlashCommands, Screen[None]):
         if worker.node is not self or event.state != WorkerState.ERROR:
             return
         event.stop()
-        self.metrics.model.request_finished()
-        self.metrics.refresh_now()
+        if self.runtime is not None:
+            # The live totals counted the failed request's tokens: back to what the agent counted.
+            self.metrics.turn_finished(self.agent.totals)
+        else:
+            self.metrics.model.request_finished()
+            self.metrics.refresh_now()
         self.run_worker(
             self.conversation.add_notice(f"{worker.name} failed: {worker.error}", "error"), exit_on_error=False
         )

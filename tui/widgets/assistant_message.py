@@ -1,72 +1,73 @@
 """The assistant's answer, streamed as Markdown.
 
-The tail of the answer is a Markdown widget fed through ``Markdown.get_stream``, which appends to
-the document instead of re-rendering it. Three things keep this cheap at thousands of tokens/s:
+The answer is a column of ``MarkdownLines`` widgets: the last one takes the new text, and once it
+holds enough finished blocks the next batch starts a new one below it (a widget whose size stays
+the same is drawn from its cached lines, so the older part of a long answer costs nothing per
+frame; the share each one holds grows with the answer, so a long answer stays a few widgets for
+the layout to place).
 
-- tokens are gathered here and handed to the stream at most ~30 times a second, and not again
-  before the screen has been repainted: handing over every token costs an event-loop turn per
-  token, and appends queued faster than frames are drawn starve the repaint (and with it the echo
-  of the user's keys);
-- Textual lays out every widget on each layout pass, and a Markdown document is a widget per
-  block. So once the live tail holds ``SEGMENT_CHARS`` and a block has just ended (outside any code
-  fence), the finished text is *sealed* into one ``SealedMarkdown`` widget and the live tail starts
-  afresh. Only the last ~1,500 characters are ever live Markdown widgets;
-- when the app falls behind, whole finished segments go straight to sealed widgets without ever
-  being built as Markdown block widgets.
+Tokens are gathered here and shown in batches, one per frame:
+
+- a batch is rendered a slice at a time (``SLICE_S``), the event loop free between slices, and
+  added to the widgets in one step once it is ready: a key typed meanwhile waits for one slice,
+  not for the whole batch;
+- the next batch starts ``FLUSH_EVERY_S`` after the last at the soonest, not before the screen
+  has been repainted, not while a key is on its way to the screen (``tui.input_priority``), and
+  no sooner than ``FRAME_FACTOR`` times what the last repaint took: when the answer scrolls by
+  many lines at each frame (a fast stream) every frame repaints the whole conversation, and fewer,
+  larger frames leave the loop free for keys most of the time;
+- a pause in the stream (a slow token, a tool call) still shows what came within a moment, and
+  ``finish`` (the end of the message, or a cancelled turn) shows everything left.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
+from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from tui import input_priority
+from tui.markdown_blocks import split_blocks
 from tui.widgets.entry import entry_css
-from tui.widgets.sealed_markdown import SealedMarkdown
+from tui.widgets.streamed_markdown import MarkdownLines
 
-FLUSH_EVERY_S = 1 / 30
-# While the user types the answer holds its text back, but never longer than this between updates.
-MAX_HOLD_S = 0.4
-SEGMENT_CHARS = 1500
-_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
-
-
-def fences_balanced(text: str) -> bool:
-    return len(_FENCE.findall(text)) % 2 == 0
-
-
-def segment_cuts(text: str, size: int = SEGMENT_CHARS) -> list[int]:
-    """Offsets at which ``text`` may be cut into finished segments of at least ``size`` characters:
-    each just after a blank line that is outside any code fence."""
-    cuts: list[int] = []
-    start = 0
-    while len(text) - start >= size:
-        index = text.find("\n\n", start + size - 2)
-        while index != -1 and not fences_balanced(text[start : index + 2]):
-            index = text.find("\n\n", index + 2)
-        if index == -1:
-            break
-        start = index + 2
-        cuts.append(start)
-    return cuts
+FLUSH_EVERY_S = 0.06
+FRAME_FACTOR = 3.0
+MAX_FRAME_GAP_S = 0.2
+SLICE_S = 0.006
+# The pause between two slices of a batch, and how often a batch held back for a key looks again.
+SLICE_GAP_S = 0.001
+KEY_POLL_S = 0.004
+# The finished Markdown one widget holds before the next starts: at least this, and at least
+# this share of the answer so far.
+CHUNK_CHARS = 1200
+CHUNK_SHARE = 0.3
 
 
-class MarkdownSegment(Markdown):
-    DEFAULT_CSS = """
-    MarkdownSegment {
-        height: auto;
-        margin: 0;
-        padding: 0;
-        background: transparent;
-    }
-    """
+@dataclass
+class _Batch:
+    """Text taken for the next frame: finished blocks and the open block after them, for
+    ``target`` (the last widget, or a new one that will follow it)."""
+
+    target: MarkdownLines
+    blocks: list[str]
+    tail: str
+    prepared: int = 0
+
+    def prepare(self, budget_s: float) -> bool:
+        """Render pieces until ``budget_s`` has passed; True once all are ready."""
+        deadline = time.monotonic() + budget_s
+        pieces = [*self.blocks, self.tail]
+        while self.prepared < len(pieces):
+            if time.monotonic() >= deadline:
+                return False
+            self.target.prepare(pieces[self.prepared])
+            self.prepared += 1
+        return True
 
 
 class AssistantMessage(Vertical):
@@ -75,19 +76,20 @@ class AssistantMessage(Vertical):
     def __init__(self, markdown: str = "") -> None:
         super().__init__()
         self._parts: list[str] = [markdown] if markdown else []
-        self._initial = markdown
+        self._length = len(markdown)
+        blocks, self._tail = split_blocks(markdown)
+        self._chunks = _chunked(blocks, self._tail)
         self._pending: list[str] = []
-        self._live = MarkdownSegment(markdown)
-        self._live_text = markdown
-        self._stream: MarkdownStream | None = None
-        self._last_flush = 0.0
-        self._flush_timer: Timer | None = None
+        self._batch: _Batch | None = None
+        self._open = False
+        self._timer: Timer | None = None
         self._waiting_for_paint = False
-        # Flushes come from the worker (write, finish) and from timers: never interleave them.
-        self._lock = asyncio.Lock()
+        self._next_frame = 0.0
+        self._shown_at = 0.0
+        self._frame_cost = 0.0
 
     def compose(self) -> ComposeResult:
-        yield self._live
+        yield from self._chunks
 
     @property
     def text(self) -> str:
@@ -97,88 +99,110 @@ class AssistantMessage(Vertical):
     @property
     def source(self) -> str:
         """What the widgets hold now."""
-        return "".join(
-            child.source for child in self.children if isinstance(child, (MarkdownSegment, SealedMarkdown))
-        )
+        return "".join(chunk.source for chunk in self._chunks)
 
     @property
     def streaming(self) -> bool:
-        return self._stream is not None or bool(self._pending)
+        return self._open or bool(self._pending) or self._batch is not None
 
     async def write(self, fragment: str) -> None:
+        if not fragment:
+            return
+        self._open = True
         self._parts.append(fragment)
+        self._length += len(fragment)
         self._pending.append(fragment)
-        if self._waiting_for_paint or self._flush_timer is not None:
-            return  # a flush is already due
-        wait = self._wait()
-        if wait <= 0:
-            await self._flush()
+        if (
+            self._waiting_for_paint
+            or self._timer is not None
+            or self._batch is not None
+        ):
+            return  # a step is already due
+        wait = max(self._next_frame - time.monotonic(), input_priority.hold_remaining())
+        if wait > 0:
+            self._timer = self.set_timer(wait, self._step)
         else:
-            # A pause in the stream (a slow token, a tool call) must not leave text unshown.
-            self._flush_timer = self.set_timer(wait, self._flush)
+            self._step()
 
-    def _wait(self) -> float:
-        """Seconds until the next flush may happen."""
-        since = time.monotonic() - self._last_flush
-        hold = min(input_priority.hold_remaining(), MAX_HOLD_S - since)
-        return max(FLUSH_EVERY_S - since, hold)
+    def _step(self) -> None:
+        """Take the pending text, render a slice of it, or show it: whichever is next."""
+        self._timer = None
+        if self._waiting_for_paint:
+            return
+        hold = input_priority.hold_remaining()
+        if hold > 0:
+            # A key is on its way to the screen: look again in a moment (it is usually drawn soon).
+            self._timer = self.set_timer(min(hold, KEY_POLL_S), self._step)
+            return
+        if self._batch is None:
+            if not self._pending:
+                return
+            self._batch = self._take()
+        if self._batch.prepare(SLICE_S):
+            self._show()
+        else:
+            self._timer = self.set_timer(SLICE_GAP_S, self._step)
+
+    def _take(self) -> _Batch:
+        pending = "".join(self._pending)
+        self._pending.clear()
+        blocks, self._tail = split_blocks(self._tail + pending)
+        live = self._chunks[-1]
+        full = blocks and live.finished_chars >= max(
+            CHUNK_CHARS, CHUNK_SHARE * self._length
+        )
+        return _Batch(MarkdownLines(after=live) if full else live, blocks, self._tail)
+
+    def _show(self) -> None:
+        batch, self._batch = self._batch, None
+        assert batch is not None
+        live = self._chunks[-1]
+        if batch.target is not live:
+            live.extend([], "")  # its open block is in the batch
+            self._chunks.append(batch.target)
+            self.mount(batch.target)
+        batch.target.extend(batch.blocks, batch.tail)
+        self._shown_at = time.monotonic()
+        self._next_frame = self._shown_at + FLUSH_EVERY_S
+        if self.is_mounted:
+            self._waiting_for_paint = True
+            self.call_after_refresh(self._painted)
 
     def _painted(self) -> None:
         self._waiting_for_paint = False
-        if self._pending and self._flush_timer is None:
-            wait = max(0.001, self._wait())
-            self._flush_timer = self.set_timer(wait, self._flush)
-
-    async def _flush(self, force: bool = False) -> None:
-        async with self._lock:
-            await self._flush_locked(force)
-
-    async def _flush_locked(self, force: bool) -> None:
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        if not self._pending or (self._waiting_for_paint and not force):
-            return
-        held = self._wait()
-        if held > 0 and not force:
-            self._flush_timer = self.set_timer(held, self._flush)
-            return
-        self._last_flush = time.monotonic()
-        self._waiting_for_paint = True
-        self.call_after_refresh(self._painted)
-        pending = "".join(self._pending)
-        self._pending.clear()
-        text = self._live_text + pending
-        cuts = segment_cuts(text)
-        if not cuts:
-            await self._append_live(pending)
-            return
-        # Seal every finished segment (the live tail's text included) and restart the tail.
-        await self._stop_stream()
-        bounds = [0, *cuts]
-        sealed = [SealedMarkdown(text[a:b]) for a, b in zip(bounds, bounds[1:])]
-        await self.mount_all(sealed, before=self._live)
-        await self._live.remove()
-        self._live = MarkdownSegment()
-        self._live_text = ""
-        await self.mount(self._live)
-        await self._append_live(text[cuts[-1] :])
-
-    async def _append_live(self, text: str) -> None:
-        if not text:
-            return
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self._live)
-        self._live_text += text
-        await self._stream.write(text)
-
-    async def _stop_stream(self) -> None:
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            await stream.stop()
+        now = time.monotonic()
+        self._frame_cost = 0.7 * self._frame_cost + 0.3 * (now - self._shown_at)
+        gap = min(MAX_FRAME_GAP_S, max(FLUSH_EVERY_S, FRAME_FACTOR * self._frame_cost))
+        self._next_frame = max(self._next_frame, self._shown_at + gap)
+        if self._pending and self._timer is None:
+            self._timer = self.set_timer(max(0.001, self._next_frame - now), self._step)
 
     async def finish(self) -> None:
-        """Show everything that is pending and close the stream."""
-        async with self._lock:
-            await self._flush_locked(force=True)
-            await self._stop_stream()
+        """Show everything that is pending: the message is complete (or its turn was cancelled)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        while self._pending or self._batch is not None:
+            if self._batch is None:
+                self._batch = self._take()
+            if self._batch.prepare(SLICE_S):
+                self._show()
+            else:
+                await asyncio.sleep(0)  # between slices, keys go first
+        self._open = False
+
+
+def _chunked(blocks: list[str], tail: str) -> list[MarkdownLines]:
+    """Finished ``blocks`` and the open ``tail`` in widgets of about ``CHUNK_CHARS`` each (or more,
+    as the chunks of a streamed answer grow)."""
+    chunks: list[MarkdownLines] = []
+    group: list[str] = []
+    held = 0
+    for block in blocks:
+        group.append(block)
+        if sum(map(len, group)) >= max(CHUNK_CHARS, CHUNK_SHARE * held):
+            chunks.append(MarkdownLines(group, after=chunks[-1] if chunks else None))
+            held += sum(map(len, group))
+            group = []
+    chunks.append(MarkdownLines(group, tail, after=chunks[-1] if chunks else None))
+    return chunks

@@ -1,8 +1,9 @@
 """The live numbers: generation speed, draft acceptance, prompt speed and cache reuse, context,
-server state and session totals.
+server state and session totals (counted live while a turn runs).
 
 Agent events update a plain ``LiveMetrics`` model at any rate; the panel repaints from it on a
-timer (10 Hz), so thousands of tokens per second cost a few attribute writes each, not a repaint.
+timer (4 Hz, and not while a key is on its way to the screen), so thousands of tokens per second
+cost a few attribute writes each, not a repaint.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from textual.widgets import Digits, ProgressBar, Sparkline, Static
 from agent.events import Metrics
 from server.supervisor import SupervisorStatus
 from server.telemetry import ServerStats
-from tui import formatting
+from tui import formatting, input_priority
 from tui.metrics_model import LiveMetrics
 from tui.widgets.server_status import status_text
 
-REFRESH_S = 0.1
+REFRESH_S = 0.25
 MAX_POSITIONS = 6
 
 
@@ -119,6 +120,8 @@ class MetricsPanel(VerticalScroll, can_focus=False):
     # -- painting ------------------------------------------------------------------------------
 
     def _tick(self) -> None:
+        if input_priority.hold_remaining() > 0:
+            return  # a key is on its way to the screen: the figures can wait for the next tick
         # While the prompt is read the elapsed time changes even without new events.
         if self._dirty or self.model.waiting_since is not None:
             self.refresh_now()
@@ -217,7 +220,10 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         m = self.model
         return Text.assemble(
             (f"{m.turns} turn{_s(m.turns)} · {m.tool_calls} tool call{_s(m.tool_calls)}\n", ""),
-            (f"{formatting.count(m.prompt_tokens)} prompt · {formatting.count(m.completion_tokens)} completion", "dim"),
+            (
+                f"{formatting.count(m.session_prompt_tokens)} prompt · {formatting.count(m.session_completion_tokens)} completion",
+                "dim",
+            ),
         )
 
 

@@ -53,7 +53,8 @@ class PromptInput(TextArea):
         self._draft = ""
 
     async def _on_key(self, event: events.Key) -> None:
-        input_priority.note_keypress()
+        # The repaint after this one shows the key: streamed output may go ahead then.
+        self.call_after_refresh(input_priority.key_shown)
         key = event.key
         if key == "enter":
             event.stop()
