@@ -12,6 +12,7 @@ from rich.markup import escape
 from agent.errors import AgentError
 from localagent.console import err
 from localagent.errors import LocalAgentError
+from localagent.version import package_version
 from server.errors import ProfileError, ServerError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -38,15 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
     acp_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
-
-
-def package_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("localagent-dflash")
-    except metadata.PackageNotFoundError:
-        return "unknown (not installed as a package)"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -41,6 +41,7 @@ from localagent.agent_options import AgentOptions
 from localagent.agent_setup import Endpoint, build_agent, connect_endpoint, session_store
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError
+from localagent.version import package_version
 
 MODE_DESCRIPTIONS = {
     "read-only": "reads and searches; never writes or runs commands",
@@ -48,15 +49,6 @@ MODE_DESCRIPTIONS = {
     "auto-edit": "edits files in the workspace; asks before commands",
     "full-auto": "edits and runs commands (bash sandboxed) without asking",
 }
-
-
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("localagent")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 class LocalAgentAcp:
@@ -81,7 +73,7 @@ class LocalAgentAcp:
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
-            agent_info=Implementation(name="localagent", title="localagent", version=_version()),
+            agent_info=Implementation(name="localagent", title="localagent", version=package_version()),
             auth_methods=[],
         )
 

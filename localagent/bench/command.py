@@ -20,7 +20,7 @@ from localagent.agent_setup import session_store
 from localagent.bench import replay_command, report
 from localagent.bench.chart import write_chart
 from localagent.bench.formatting import fmt_speedup, fmt_tps
-from localagent.bench.outcome import SweepPlan, print_wide, raise_failures, record_sweep
+from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
@@ -152,15 +152,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     print_wide(report.terminal_table(summary))
     out.print(report.overhead_line(summary))
-    if results.sweep:
-        out.print(_sweep_line(results, summary))
-        if results.sweep.get("saved"):
-            out.print(escape(str(results.sweep["saved"])), soft_wrap=True)
-    out.print(f"results: {plan.out_dir}/ (results.json, report.md, chart.png, chart.svg)", soft_wrap=True)
-    if save_error is not None:
-        raise save_error
-    raise_failures(results, plan.out_dir)
-    return 0
+    return print_ending(results, plan.out_dir, _sweep_line(results, summary) if results.sweep else None, save_error)
 
 
 # -- checking the input -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -73,3 +74,17 @@ def print_wide(table: Table) -> None:
         return
     needed = Measurement.get(out, out.options.update_width(1000), table).maximum
     Console(file=out.file, width=max(out.width, needed), highlight=False).print(table)
+
+
+def print_ending(results: BenchResults, out_dir: Path, sweep_line: str | None, save_error: BenchInputError | None) -> int:
+    """The lines after the table: the sweep's outcome, where the files are; then a failed save or
+    failed requests fail the command."""
+    if results.sweep and sweep_line is not None:
+        out.print(sweep_line)
+        if results.sweep.get("saved"):
+            out.print(escape(str(results.sweep["saved"])), soft_wrap=True)
+    out.print(f"results: {out_dir}/ (results.json, report.md, chart.png, chart.svg)", soft_wrap=True)
+    if save_error is not None:
+        raise save_error
+    raise_failures(results, out_dir)
+    return 0

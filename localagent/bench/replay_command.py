@@ -15,9 +15,8 @@ from agent.session_replay import read_session_file, replay_session
 from agent.session_store import SessionError, SessionStore
 from localagent.bench import replay_report
 from localagent.bench.formatting import fmt_speedup
-from localagent.bench.outcome import SweepPlan, print_wide, raise_failures, record_sweep
+from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
 from localagent.bench.replay_chart import write_replay_chart
-from localagent.console import out
 from localagent.errors import UsageError
 from server.bench.replay_plan import ReplaySession, ReplaySettings, ReplayWorkload
 from server.bench.replay_summary import ReplaySummary, summarize_replay
@@ -136,15 +135,7 @@ def finish_replay(
         save_error = record_sweep(results, sweep_plan, winner, f"a replay of {summary.session}", args.save, config_file)
     write_outputs(out_dir, results, workload, summary)
     print_wide(replay_report.terminal_table(summary))
-    if results.sweep:
-        out.print(_sweep_line(results, summary))
-        if results.sweep.get("saved"):
-            out.print(escape(str(results.sweep["saved"])), soft_wrap=True)
-    out.print(f"results: {out_dir}/ (results.json, report.md, chart.png, chart.svg)", soft_wrap=True)
-    if save_error is not None:
-        raise save_error
-    raise_failures(results, out_dir)
-    return 0
+    return print_ending(results, out_dir, _sweep_line(results, summary) if results.sweep else None, save_error)
 
 
 def _sweep_line(results: BenchResults, summary: ReplaySummary) -> str:
