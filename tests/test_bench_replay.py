@@ -385,3 +385,15 @@ def test_a_dollar_in_a_name_does_not_break_the_chart(tmp_path: Path) -> None:
     session = ReplaySession("$x^$", "s.jsonl", "id", "m", [make_request(1)], 1)
     write_replay_chart(summarize_replay(session, [a]), tmp_path / "c.png", tmp_path / "c.svg", "replay of $x^$")
     assert (tmp_path / "c.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_report_names_the_noise_it_can_see_in_prefill() -> None:
+    from localagent.bench.replay_report import _reading_section
+
+    session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(1)], 1)
+    slow = TargetResult("base", "profile", model="m.gguf", requests=[row("request 001", 1000, 0, 10, 1.0, 3.0)])
+    fast = TargetResult("spec", "profile", model="m.gguf", requests=[row("request 001", 1000, 0, 10, 0.5, 1.5)])
+    text = "\n".join(_reading_section(summarize_replay(session, [slow, fast])))
+    assert "prefill is the same work on both" in text and "100%" in text
+    same = TargetResult("spec", "profile", model="m.gguf", requests=[row("request 001", 1000, 0, 10, 0.5, 2.5)])
+    assert "noise" not in "\n".join(_reading_section(summarize_replay(session, [slow, same])))

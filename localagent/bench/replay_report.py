@@ -160,8 +160,25 @@ def _reading_section(summary: ReplaySummary) -> list[str]:
             f"- **{name}**: generation at {fmt_speedup(t.token_speedup)} the speed of **{base}**; the session's "
             f"model time {fmt_speedup(t.session_speedup)}, and {fmt_speedup(t.wall_speedup)} with the tools' time"
         )
+        noise = _prefill_noise(summary.totals[0], t)
+        if noise is not None:
+            lines.append(
+                f"  - prefill is the same work on both (the same model and prompts), yet its speed differs by "
+                f"{noise * 100:.0f}% here: that much of the difference is this machine's noise during the run"
+            )
     lines.append("")
     return lines
+
+
+# Prefill speeds of one model this far apart are noise worth saying (speculation does not touch prefill).
+PREFILL_NOISE = 0.10
+
+
+def _prefill_noise(base: ReplayTotals, other: ReplayTotals) -> float | None:
+    if not (base.prefill_tps and other.prefill_tps):
+        return None
+    spread = abs(other.prefill_tps / base.prefill_tps - 1)
+    return spread if spread > PREFILL_NOISE else None
 
 
 def _bins_section(summary: ReplaySummary) -> list[str]:
