@@ -201,7 +201,7 @@ class AcpSession:
         """Ask the person through the editor; a cancelled request denies (the turn is being cancelled)."""
         rule = rule_for_call(event.name, event.summary)
         reason = f"{event.reason}\n\n\"Allow for this session\" allows {rule} until the session ends."
-        call = updates.permission_call(event.call_id, event.summary, updates.tool_kind(event.name), reason, event.diff)
+        call = updates.permission_call(event.call_id, event.name, event.summary, reason, event.diff)
         try:
             response = await self.ask(call)
         except Exception:  # noqa: BLE001 - a client that cannot answer has not allowed anything

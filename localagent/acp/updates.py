@@ -78,13 +78,18 @@ class ToolCallView:
     before: str | None = None
 
 
+def title(name: str, summary: str) -> str:
+    """What the editor lists: the tool and what it works on ("edit app.py", "bash pytest -q")."""
+    return summary if summary.startswith(name) else f"{name} {summary}".strip()
+
+
 def started(event: ToolCallStarted, workspace: Path) -> tuple[ToolCallStart, ToolCallView]:
     kind = tool_kind(event.name)
     where = locations(event.arguments, workspace)
     path = where[0].path if where else None
     view = ToolCallView(event.call_id, kind, path, file_text(path) if kind == "edit" and path else None)
     update = start_tool_call(
-        event.call_id, event.summary, kind=kind, status="in_progress", locations=where or None,
+        event.call_id, title(event.name, event.summary), kind=kind, status="in_progress", locations=where or None,
         raw_input=event.arguments,
     )
     update.field_meta = {"localagent": {"tool": event.name}}
@@ -104,11 +109,13 @@ def finished(event: ToolCallFinished, view: ToolCallView | None) -> ToolCallProg
     )
 
 
-def permission_call(call_id: str, summary: str, kind: ToolKind, reason: str, diff: str | None) -> ToolCallUpdate:
+def permission_call(
+    call_id: str, name: str, summary: str, reason: str, diff: str | None
+) -> ToolCallUpdate:
     """The call a permission request is about: its title, why the policy asks, and the change."""
     text = f"{reason}\n\n```diff\n{diff.rstrip()}\n```" if diff else reason
     return ToolCallUpdate(
-        tool_call_id=call_id, title=summary, kind=kind, status="pending", content=[tool_content(text_block(text))]
+        tool_call_id=call_id, title=title(name, summary), kind=tool_kind(name), status="pending", content=[tool_content(text_block(text))]
     )
 
 
