@@ -16,11 +16,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
-from prometheus_client.parser import text_string_to_metric_families
 
+from server.engine_metrics import LLAMA_CPP, collect
 from server.http import auth_headers
-
-_PREFIX = "llamacpp:"
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -89,20 +87,35 @@ class MetricsSnapshot:
     predicted_tokens_seconds: float | None = None  # gauge: average since the previous scrape
     prompt_tokens_seconds: float | None = None
     requests_processing: float | None = None
+    engine: str = LLAMA_CPP
+    # Prompt tokens looked up in the prefix cache, and found (vLLM, SGLang).
+    prefix_cache_queries_total: float | None = None
+    prefix_cache_hits_total: float | None = None
+    # An engine's own averages where it publishes no draft counters (SGLang's gauges).
+    reported_acceptance: float | None = None
+    reported_accepted_length: float | None = None
 
     @property
     def drafted(self) -> bool:
-        return bool(self.draft_tokens_total)
+        return bool(self.draft_tokens_total) or bool(self.reported_accepted_length)
 
     @property
     def acceptance(self) -> float | None:
-        return _ratio(self.accepted_tokens_total, self.draft_tokens_total)
+        if self.draft_tokens_total:
+            return _ratio(self.accepted_tokens_total, self.draft_tokens_total)
+        return self.reported_acceptance if self.reported_accepted_length else None
 
     @property
     def mean_accepted_length(self) -> float | None:
         """Tokens gained per verification step: the target's own token plus the accepted drafts."""
         per_step = _ratio(self.accepted_tokens_total, self.drafts_total)
-        return None if per_step is None else 1.0 + per_step
+        if per_step is None:
+            return self.reported_accepted_length or None
+        return 1.0 + per_step
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        return _ratio(self.prefix_cache_hits_total, self.prefix_cache_queries_total)
 
     @property
     def acceptance_by_position(self) -> tuple[float, ...]:
@@ -135,36 +148,16 @@ class MetricsSnapshot:
             accepted_tokens_total=diff(self.accepted_tokens_total, earlier.accepted_tokens_total),
             drafts_total=diff(self.drafts_total, earlier.drafts_total),
             accepted_per_position=positions,
+            prefix_cache_queries_total=diff(self.prefix_cache_queries_total, earlier.prefix_cache_queries_total),
+            prefix_cache_hits_total=diff(self.prefix_cache_hits_total, earlier.prefix_cache_hits_total),
         )
 
 
-_COUNTERS = {
-    "prompt_tokens_total": "prompt_tokens_total",
-    "prompt_tokens_cached_total": "prompt_tokens_cached_total",
-    "prompt_seconds_total": "prompt_seconds_total",
-    "tokens_predicted_total": "tokens_predicted_total",
-    "tokens_predicted_seconds_total": "tokens_predicted_seconds_total",
-    "spec_decode_num_draft_tokens_total": "draft_tokens_total",
-    "spec_decode_num_accepted_tokens_total": "accepted_tokens_total",
-    "spec_decode_num_drafts_total": "drafts_total",
-    "predicted_tokens_seconds": "predicted_tokens_seconds",
-    "prompt_tokens_seconds": "prompt_tokens_seconds",
-    "requests_processing": "requests_processing",
-}
-
-
 def parse_metrics(text: str) -> MetricsSnapshot:
-    values: dict[str, float] = {}
-    per_position: dict[int, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            name = sample.name.removeprefix(_PREFIX)
-            if name == "spec_decode_num_accepted_tokens_per_pos_total":
-                per_position[int(sample.labels.get("position", 0))] = float(sample.value)
-            elif name in _COUNTERS:
-                values[_COUNTERS[name]] = float(sample.value)
-    positions = tuple(per_position[i] for i in sorted(per_position))
-    return MetricsSnapshot(**values, accepted_per_position=positions)
+    """A ``/metrics`` page of llama-server, vLLM or SGLang (see ``server.engine_metrics``)."""
+    samples = collect(text)
+    return MetricsSnapshot(**samples.values, accepted_per_position=samples.accepted_per_position,
+                           engine=samples.engine)
 
 
 @dataclass(frozen=True)
