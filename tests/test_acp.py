@@ -195,3 +195,24 @@ async def test_a_turn_on_the_real_tiny_dflash_server_carries_its_speed_and_accep
     live = [meta["localagent"]["metrics"] for _sid, _u, meta in client.updates if "localagent" in meta]
     # Live, during the turn: the updates carried the draft counts as they grew.
     assert any(m["drafted"] and m["accepted"] and m["tokens_per_second"] for m in live)
+
+
+async def test_a_model_editing_through_a_symlinked_directory_leaks_nothing_to_the_editor(la_env, tmp_path) -> None:
+    """A hostile repository links a directory out of the workspace; a hostile model edits a file
+    through it. The edit is refused, and no update carries the outside file's text."""
+    work = la_env.workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("token=hunter2\n")
+    (work / "docs").symlink_to(outside)
+    turns = [edit_call("docs/secret.txt", "hunter2", "x"), "done"]
+    client = RecordingClient(answers=["once"])
+    with ScriptedModelServer(turns) as model:
+        async with acp_agent(la_env.env, work, "--base-url", model.base_url, "--mode", "full-auto",
+                             client=client) as (conn, client, _):
+            sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("edit it")]), 60)
+    assert (outside / "secret.txt").read_text() == "token=hunter2\n"
+    shown = json.dumps([u.model_dump(mode="json") for _sid, u, _meta in client.updates])
+    assert "hunter2" not in shown.replace('"old_string": "hunter2"', "")
+    assert [u.status for u in client.of_kind("tool_call_update")] == ["failed"]
