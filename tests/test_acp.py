@@ -216,3 +216,19 @@ async def test_a_model_editing_through_a_symlinked_directory_leaks_nothing_to_th
     shown = json.dumps([u.model_dump(mode="json") for _sid, u, _meta in client.updates])
     assert "hunter2" not in shown.replace('"old_string": "hunter2"', "")
     assert [u.status for u in client.of_kind("tool_call_update")] == ["failed"]
+
+
+def test_an_attached_resource_is_the_same_block_as_an_at_file_mention() -> None:
+    from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
+
+    from localagent.acp.prompt_text import prompt_text
+    from tui.attachments import CONTEXT_MARK, MAX_FILE_CHARS
+
+    fenced = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+        uri="file:///w/a.py", text="s = '```'\n"))
+    big = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+        uri="file:///w/b.txt", text="x" * (MAX_FILE_CHARS + 5)))
+    text = prompt_text([text_block("look"), fenced, big])
+    assert text.startswith(f"look\n\n{CONTEXT_MARK}\n\nFile /w/a.py")
+    assert "\n````\ns = '```'\n````" in text  # a fence longer than any backtick run inside
+    assert "[... 5 more characters not attached; view /w/b.txt to read the rest]" in text

@@ -12,14 +12,15 @@ from typing import Any
 
 from acp import RequestError
 
-from tui.attachments import CONTEXT_MARK, MAX_FILE_CHARS
+from tui.attachments import MAX_FILE_CHARS, MAX_TOTAL_CHARS, Attached, compose
 
 _FILE_SCHEME = "file://"
 
 
 def prompt_text(blocks: list[Any]) -> str:
     typed: list[str] = []
-    attached: list[str] = []
+    attached: list[Attached] = []
+    budget = MAX_TOTAL_CHARS
     for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "text":
@@ -31,24 +32,14 @@ def prompt_text(blocks: list[Any]) -> str:
             text = getattr(resource, "text", None)
             if text is None:
                 raise RequestError.invalid_params({"message": f"{resource.uri}: only text resources can be attached"})
-            attached.append(_file_block(_path(resource.uri), text))
+            # The same block and limits as an @file mention in the TUI.
+            limit = min(MAX_FILE_CHARS, max(budget, 0))
+            attached.append(Attached(_path(resource.uri), text[:limit], max(len(text) - limit, 0)))
+            budget -= len(attached[-1].text)
         else:
             raise RequestError.invalid_params({"message": f"{kind} content is not supported; send text"})
-    message = " ".join(part for part in typed if part)
-    if not attached:
-        return message
-    return "\n\n".join([message, CONTEXT_MARK, *attached])
+    return compose(" ".join(part for part in typed if part), [], attached)
 
 
 def _path(uri: str) -> str:
     return uri.removeprefix(_FILE_SCHEME)
-
-
-def _file_block(name: str, text: str) -> str:
-    cut = len(text) - MAX_FILE_CHARS
-    body = text[:MAX_FILE_CHARS] if cut > 0 else text
-    fence = "`" * max(3, max((len(run) for run in body.split("\n") if set(run) == {"`"}), default=0) + 1)
-    block = f"File {name} (as the editor has it now):\n{fence}\n{body.rstrip(chr(10))}\n{fence}"
-    if cut > 0:
-        block += f"\n[... {cut} more characters not attached; view {name} to read the rest]"
-    return block

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from server.bench.client import Endpoint
@@ -101,11 +102,16 @@ class ReplayWorkload:
     session: ReplaySession
     settings: ReplaySettings = ReplaySettings()
 
+    @cached_property
+    def _by_name(self) -> dict[str, ReplayRequest]:
+        # A long session has thousands of requests: looking each up by a scan would be quadratic.
+        return {request.name: request for request in self.session.requests}
+
     def rows(self) -> list[Row]:
         return [Row(request.name) for request in self.session.requests]
 
     def body(self, endpoint: Endpoint, row: Row, stop: Sequence[str] | None) -> dict[str, Any]:
-        request = next(r for r in self.session.requests if r.name == row.name)
+        request = self._by_name[row.name]
         body: dict[str, Any] = {key: value for key, value in request.sampling.items() if key in SAMPLING_FIELDS}
         body.update(
             messages=request.messages,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from server.bench.replay_plan import ReplaySession
 from server.bench.results import RequestResult, TargetResult
+from server.bench.summary import pooled_drafts
 
 # Prompt-length bins: powers of two, as context sizes are.
 BIN_EDGES: tuple[int, ...] = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -159,7 +160,7 @@ def length_bins(targets: Sequence[TargetResult]) -> list[LengthBin]:
 
 
 def _totals(target: TargetResult, rows: list[RequestResult], ok: int, failed: int, tool_seconds: float) -> ReplayTotals:
-    drafted, accepted = _drafts(rows)
+    drafted, accepted = pooled_drafts(rows)
     model_seconds = _sum(r.wall_s for r in rows)
     return ReplayTotals(
         target=target.label,
@@ -196,7 +197,7 @@ def _with_speedups(totals: list[ReplayTotals]) -> list[ReplayTotals]:
 
 
 def _bin_cell(label: str, rows: list[RequestResult]) -> BinCell:
-    drafted, accepted = _drafts(rows)
+    drafted, accepted = pooled_drafts(rows)
     return BinCell(
         target=label,
         requests=len(rows),
@@ -205,13 +206,6 @@ def _bin_cell(label: str, rows: list[RequestResult]) -> BinCell:
         drafted=drafted,
         accepted=accepted,
     )
-
-
-def _drafts(rows: Iterable[RequestResult]) -> tuple[int | None, int | None]:
-    drafted_rows = [r for r in rows if r.draft_n]
-    if not drafted_rows:
-        return None, None  # nothing drafted is "no speculation", not 0 % accepted
-    return sum(r.draft_n or 0 for r in drafted_rows), sum(r.draft_accepted or 0 for r in drafted_rows)
 
 
 def _processed(row: RequestResult) -> int | None:

@@ -73,9 +73,7 @@ def summarize(targets: Sequence[TargetResult], prompt_names: Sequence[str]) -> S
 
 def _cell(target: str, prompt: str, rows: Sequence[RequestResult]) -> Cell:
     ok = [r for r in rows if r.ok]
-    drafted_rows = [r for r in ok if r.draft_n]
-    drafted = sum(r.draft_n or 0 for r in drafted_rows) if drafted_rows else None
-    accepted = sum(r.draft_accepted or 0 for r in drafted_rows) if drafted_rows else None
+    drafted, accepted = pooled_drafts(ok)
     return Cell(
         target=target,
         prompt=prompt,
@@ -91,6 +89,15 @@ def _cell(target: str, prompt: str, rows: Sequence[RequestResult]) -> Cell:
         accepted=accepted,
         overhead_ratio=_median(r.overhead_ratio for r in ok),
     )
+
+
+def pooled_drafts(rows: Iterable[RequestResult]) -> tuple[int | None, int | None]:
+    """Drafted and accepted tokens over the rows that drafted; (None, None) when none did:
+    nothing drafted is "no speculation", not 0 % accepted."""
+    drafted_rows = [r for r in rows if r.draft_n]
+    if not drafted_rows:
+        return None, None
+    return sum(r.draft_n or 0 for r in drafted_rows), sum(r.draft_accepted or 0 for r in drafted_rows)
 
 
 def _median(values: Iterable[float | int | None]) -> float | None:
