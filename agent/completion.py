@@ -3,6 +3,7 @@ the model server's errors put into words."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,7 @@ class _Assembly:
         self.n_ctx = n_ctx
         self.result = StepResult()
         self.calls: dict[int, StreamedToolCall] = {}
+        self.first_output_at: float | None = None  # when the answer began to arrive here
 
     def add(self, chunk: Any) -> Iterator[Event]:
         extra = chunk.model_extra or {}
@@ -90,8 +92,14 @@ class _Assembly:
             yield _metrics(timings, self.n_ctx)
         if chunk.usage is not None:
             self.result.usage = chunk.usage.model_dump()
+            if self.result.timings is None:
+                # vLLM and SGLang send no timings: the usage counts, over the time the answer
+                # took to arrive, are the figures there are (drafting shows through /metrics).
+                yield _usage_metrics(self.result.usage, self.first_output_at, self.n_ctx)
         if not chunk.choices:
             return
+        if self.first_output_at is None:
+            self.first_output_at = time.monotonic()
         choice = chunk.choices[0]
         delta = choice.delta
         reasoning = (delta.model_extra or {}).get("reasoning_content")
@@ -136,6 +144,24 @@ def _metrics(timings: dict[str, Any], n_ctx: int | None) -> Metrics:
         draft_n=None if draft_n is None else int(draft_n),
         draft_n_accepted=None if accepted is None else int(accepted),
         context_used=cache_n + prompt_n + predicted_n,
+        n_ctx=n_ctx,
+    )
+
+
+def _usage_metrics(usage: dict[str, Any], first_output_at: float | None, n_ctx: int | None) -> Metrics:
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    elapsed = time.monotonic() - first_output_at if first_output_at is not None else 0.0
+    return Metrics(
+        predicted_n=completion,
+        predicted_per_second=completion / elapsed if completion > 1 and elapsed > 0 else None,
+        prompt_n=prompt - cached,
+        cache_n=cached,
+        prompt_per_second=None,
+        draft_n=None,
+        draft_n_accepted=None,
+        context_used=prompt + completion,
         n_ctx=n_ctx,
     )
 

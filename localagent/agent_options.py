@@ -174,6 +174,6 @@ def check_mcp_config(path: Path | None) -> None:
 def check_profile(ctx: AppContext, name: str | None) -> None:
     """An unknown profile fails before anything starts (or the screen opens)."""
     if name:
-        from server.profiles import get_profile
+        from server.profile_loading import get_profile
 
         get_profile(ctx.profiles, name)

@@ -26,7 +26,7 @@ from localagent.workspace_trust import (
     file_digest,
     narrow_workspace_layer,
 )
-from server.profiles import deep_merge
+from server.profile_loading import deep_merge
 from tools.mcp.approvals import ApprovalStore
 
 PROJECT_FILE = ".localagent.toml"

@@ -9,7 +9,8 @@ from pathlib import Path
 from localagent.config import Settings, load_settings, project_file
 from localagent.paths import AppPaths, app_paths
 from server.manager import ServerManager
-from server.profiles import Profile, load_profiles
+from server.profile_loading import load_profiles
+from server.profiles import Profile
 from tools.mcp.approvals import ApprovalStore
 from tools.mcp.setup import USER_FILE, McpSources
 

@@ -9,16 +9,16 @@ import time
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from localagent.build_progress import build_with_progress
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
-from server.build import BuildRequest, build_llama_server, smoke_records_dir
+from server.build import BuildRequest, smoke_records_dir
 from server.manager import ServerHandle
 from server.profiles import DEFAULT_PROFILE
-from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
+from server.smoke import SmokeRecords, smoke_test_sync
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -27,11 +27,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     _register_binary(sub)
     _register_lifecycle(sub)
     _register_inspection(sub)
+    from localagent import worker_command
+
+    worker_command.register(sub)
 
 
 def _register_binary(sub: argparse._SubParsersAction) -> None:
     """build, which, cmd: the binary and the command line it gets."""
-    build = sub.add_parser("build", help="build llama-server (server target only) and cache it")
+    build = sub.add_parser("build", help="build llama-server and its RPC worker, and cache them")
     build.add_argument("--cuda", action="store_true", help="build with CUDA for this machine's GPU")
     build.add_argument("--cuda-arch", help="CUDA architecture, e.g. 89 (RTX 4090); default: from nvidia-smi")
     build.add_argument("--source", type=Path, help="a llama.cpp or BeeLlama checkout (default: the pinned PyPI sdist)")
@@ -103,7 +106,6 @@ def _profile_name(ctx: AppContext, given: str | None) -> str:
 
 def cmd_build(args: argparse.Namespace) -> int:
     ctx = AppContext.load()
-    dirs = ctx.paths.server_dirs()
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.cuda_arch and not args.cuda:
@@ -112,22 +114,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs,
         portable=args.portable, rebuild=args.rebuild,
     )
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=err, transient=True,
-    ) as progress:
-        task = progress.add_task("building llama-server", total=100, detail="")
-
-        def report(percent: int, detail: str) -> None:
-            progress.update(task, completed=percent, detail=escape(detail[:60]))
-
-        def verify(binary: Path, log: Path) -> SmokeResult:
-            def on_case(name: str) -> None:
-                progress.update(task, description="smoke test", detail=escape(name))
-
-            return smoke_test_sync(binary, dirs.model_dirs, log, on_case=on_case)
-
-        result = build_llama_server(request, dirs.builds, dirs.work, report, verify=verify)
+    result = build_with_progress(ctx, request)
     state = "cached, no rebuild needed" if result.cached else f"built in {result.seconds:.0f} s"
     out.print(f"{result.binary} ({state})")
     if result.smoke is not None:
@@ -259,6 +246,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for record in records:
         if record.message:
             out.print(f"port {record.port}: {escape(record.message)}", soft_wrap=True)
+        elif record.last_exit and record.restarts:
+            out.print(f"port {record.port}: last restart after: {escape(record.last_exit)}", soft_wrap=True)
     return 0
 
 
@@ -309,10 +298,10 @@ class ServerCheckFailed(LocalAgentError):
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     ctx = AppContext.load()
-    table = Table("profile", "model", "speculation", "description")
+    table = Table("profile", "engine", "model", "speculation", "description")
     for name, profile in sorted(ctx.profiles.items()):
         spec = profile.speculative
-        table.add_row(name, profile.model.describe(), spec.type, profile.description)
+        table.add_row(name, profile.engine, profile.model.describe(), spec.type, profile.description)
     out.print(table)
     return 0
 

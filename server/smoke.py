@@ -6,6 +6,8 @@ three small models with the binary's default threading (the multi-threaded compu
 where CPU-specific kernels run), generates tokens, and stops the server:
 
 - the generated tiny target alone (f16 weights, the plain CPU path),
+- the same target with its layers on the RPC worker built with the binary, where there is one
+  (the worker started on loopback: the path ``localagent server worker`` takes),
 - the generated target with its echo DFlash draft (the speculative path), where the binary
   has DFlash,
 - the packaged Gemma 3 270M Q4_K_M (quantized weights: the repacked and AMX kernels).
@@ -35,6 +37,7 @@ from server.models import ModelDirs, resolve_models
 from server.ports import free_port
 from server.process import ServerProcess
 from server.profiles import BUILTIN_PROFILES, Profile, Speculative
+from server.rpc_worker import find_worker_binary, worker_plan
 
 SMOKE_CTX = 1024
 SMOKE_TOKENS = 16
@@ -89,6 +92,33 @@ def smoke_profiles(caps: Capabilities) -> list[Profile]:
     )
     cases.append(quantized)
     return cases
+
+
+async def _run_rpc_case(
+    target: Profile, caps: Capabilities, binary: Path, dirs: ModelDirs, log_path: Path, timeout: float
+) -> SmokeCheck | None:
+    """The target served with its layers on a loopback worker; None when there is no worker."""
+    worker_binary = find_worker_binary(binary)
+    if worker_binary is None or worker_binary.parent != binary.parent or not caps.has("--rpc"):
+        return None
+    plan = worker_plan(worker_binary, port=free_port())
+    worker = ServerProcess(plan, log_path)
+    try:
+        await worker.spawn()
+        await worker.wait_ready(30.0)
+    except StartError as exc:
+        await worker.stop(grace=5.0)
+        return SmokeCheck("smoke-rpc", False, f"the RPC worker did not start: {str(exc).splitlines()[0]}")
+    profile = target.model_copy(
+        update={"name": "smoke-rpc", "rpc_workers": [f"{plan.host}:{plan.port}"], "gpu_layers": "all"}
+    )
+    try:
+        check = await _run_case(profile, caps, binary, dirs, log_path, timeout)
+    finally:
+        worker_clean = await worker.stop(grace=5.0)
+    if check.ok and not worker_clean:
+        return SmokeCheck("smoke-rpc", False, "the RPC worker did not stop within 5 s of SIGTERM", check.tokens)
+    return check
 
 
 async def _run_case(
@@ -163,6 +193,14 @@ async def run_smoke_test(
         result.checks.append(check)
         if not check.ok:
             break  # the first failure is the one to read; the rest would repeat it
+        if profile.name == "smoke-target":
+            if on_case:
+                on_case("smoke-rpc")
+            rpc = await _run_rpc_case(profile, caps, binary, dirs, log_path, timeout)
+            if rpc is not None:
+                result.checks.append(rpc)
+                if not rpc.ok:
+                    break
     return result
 
 

@@ -1,4 +1,5 @@
-"""Keep one llama-server running: restart it with backoff when it dies, give up when it keeps dying."""
+"""Keep one server process running (llama-server, an RPC worker, an engine): restart it with backoff
+when it dies, give up when it keeps dying."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import httpx2
 from server.argv import LaunchPlan
 from server.errors import StartError
 from server.http import tail_lines
-from server.process import ServerProcess, probe_health
+from server.process import ServerProcess, probe_plan
 
 
 class ServerState(StrEnum):
@@ -35,6 +36,7 @@ class SupervisorStatus:
     started_at: float | None = None  # first start; uptime counts from the current process's start
     process_started_at: float | None = None
     message: str = ""
+    last_exit: str = ""  # why the process last died; unlike message, kept once it serves again
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class Supervisor:
         self._stopping = False
         await self._launch(ServerState.STARTING)
         self._set(started_at=self.process.started_at)
-        self._watch_task = asyncio.create_task(self._watch(), name="llama-server-watch")
+        self._watch_task = asyncio.create_task(self._watch(), name=f"{self.plan.program}-watch")
 
     async def wait_ready(self, timeout: float) -> bool:
         """Wait until the server serves (again, after a restart): READY, its process running and
@@ -102,7 +104,7 @@ class Supervisor:
                 if self.status.state == ServerState.FAILED:
                     return False
                 if self.status.state == ServerState.READY and self.process.running:
-                    if (await probe_health(self.base_url, client, self.api_key)).state == "ready":
+                    if (await probe_plan(self.plan, client, self.api_key)).state == "ready":
                         return True
                 await asyncio.sleep(0.2)
         return False
@@ -151,8 +153,9 @@ class Supervisor:
                 self._set(
                     state=ServerState.FAILED,
                     pid=None,
+                    last_exit=reason.headline,
                     message=(
-                        f"llama-server died {len(self._restart_times) + 1} times in "
+                        f"{self.plan.program} died {len(self._restart_times) + 1} times in "
                         f"{self.policy.window_s / 60:.0f} minutes, last: {reason.headline}; gave up. "
                         f"Last log lines: {last}. See {self.log_path}"
                     ),
@@ -165,6 +168,7 @@ class Supervisor:
             self._set(
                 state=ServerState.RESTARTING,
                 pid=None,
+                last_exit=reason.headline,
                 restarts=self.status.restarts + 1,
                 message=f"{reason.headline}; restarting in {backoff:.1f} s",
             )
@@ -173,4 +177,4 @@ class Supervisor:
                 await self._launch(ServerState.RESTARTING)
             except StartError as exc:
                 # Counted as another death: the loop decides whether to try again.
-                self._set(message=str(exc).splitlines()[0])
+                self._set(message=str(exc).splitlines()[0], last_exit=str(exc).splitlines()[0])

@@ -23,7 +23,8 @@ from server.bench.prompts import DEFAULT_PROMPTS, load_prompts
 from server.bench.results import RequestResult, TargetResult
 from server.bench.summary import OVERALL, summarize
 from server.errors import BenchInputError
-from server.profiles import BUILTIN_PROFILES, load_profiles
+from server.profile_loading import load_profiles
+from server.profiles import BUILTIN_PROFILES
 from server.telemetry import RequestTimings, parse_metrics
 from tests.scripted_model import ScriptedModelServer, ScriptedTurn
 

@@ -9,7 +9,7 @@ import pytest
 
 from server.argv import ResolvedModels, build_launch_plan
 from server.capabilities import parse_help
-from server.profiles import load_profiles
+from server.profile_loading import load_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = parse_help((ROOT / "tests" / "fixtures" / "llama-server-b11434-help.txt").read_text())

@@ -9,7 +9,8 @@ import pytest
 from server.argv import ResolvedModels, build_launch_plan
 from server.capabilities import parse_help
 from server.errors import ProfileError
-from server.profiles import BUILTIN_PROFILES, Profile, Speculative, load_profiles
+from server.profile_loading import load_profiles
+from server.profiles import BUILTIN_PROFILES, Profile, Speculative
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -22,7 +22,8 @@ from server.hf_quants import (
     split_parts,
 )
 from server.models import ModelDirs, resolve_model, resolve_models
-from server.profiles import BUILTIN_PROFILES, ModelSource, Profile, load_profiles
+from server.profile_loading import load_profiles
+from server.profiles import BUILTIN_PROFILES, ModelSource, Profile
 from tests.fake_hf_hub import COMMIT, FakeHub, gguf_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

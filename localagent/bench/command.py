@@ -36,7 +36,8 @@ from server.bench.summary import OVERALL, Summary, summarize
 from server.bench.workload import PromptWorkload, Workload
 from server.errors import BenchInputError
 from server.manager import ServerManager
-from server.profiles import Profile, get_profile
+from server.profile_loading import get_profile
+from server.profiles import Profile
 from server.supervisor import RestartPolicy
 
 DEFAULT_RUNS = 3

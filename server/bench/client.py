@@ -27,6 +27,7 @@ class Endpoint:
     base_url: str  # without /v1
     api_key: str | None = None
     model: str | None = None  # some OpenAI-compatible servers insist on it; llama-server ignores it
+    per_request_metrics: bool = False  # scrape /metrics around each request (engines without timings)
 
     @property
     def headers(self) -> dict[str, str]:

@@ -14,7 +14,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from server.errors import BenchInputError, ProfileError
-from server.profiles import BUILTIN_PROFILES, load_profiles
+from server.profile_loading import load_profiles
+from server.profiles import BUILTIN_PROFILES
 from server.toml_tables import child_table
 
 

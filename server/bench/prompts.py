@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from server.errors import BenchInputError
-from server.profiles import first_error
+from server.profile_loading import first_error
 
 PromptKind = Literal["code", "prose", "custom"]
 

@@ -26,6 +26,7 @@ from server.bench.workload import Row, Workload
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
 from server.supervisor import ServerState
+from server.engine_metrics import LLAMA_CPP
 from server.telemetry import MetricsSnapshot
 
 
@@ -116,6 +117,9 @@ async def _run_target(
         observer.advance(warmup)
 
         before = await scrape_metrics(client, endpoint)
+        # vLLM and SGLang put no draft counts in their answers: for them each request is bracketed
+        # by two scrapes of /metrics, whose difference is that request's drafting (one request at a time).
+        endpoint.per_request_metrics = before is not None and before.engine != LLAMA_CPP
         await _measure_all(client, endpoint, workload, stop, handle, observer, result)
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
@@ -157,11 +161,24 @@ async def _measure(
 ) -> RequestResult:
     measured = RequestResult(prompt=row.name, run=row.run, seed=workload.seed(row))
     body = workload.body(endpoint, row, stop)
+    first = await scrape_metrics(client, endpoint) if endpoint.per_request_metrics else None
     try:
         await stream_chat(client, endpoint, body, measured)
     except Exception as exc:  # noqa: BLE001 - a failed request is a failed row, never a crashed bench
         measured.ok, measured.error = False, describe_failure(exc)
+    if first is not None and measured.ok and measured.draft_n is None:
+        drafts_from_metrics(measured, first, await scrape_metrics(client, endpoint))
     return measured
+
+
+def drafts_from_metrics(measured: RequestResult, before: MetricsSnapshot, after: MetricsSnapshot | None) -> None:
+    """One request's drafted and accepted tokens from the engine's counters around it."""
+    if after is None:
+        return
+    delta = after.since(before)
+    if delta.draft_tokens_total and delta.draft_tokens_total > 0:
+        measured.draft_n = int(delta.draft_tokens_total)
+        measured.draft_accepted = int(delta.accepted_tokens_total or 0)
 
 
 async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str | None:

@@ -32,6 +32,9 @@ class Cell:
     accepted: int | None = None
     overhead_ratio: float | None = None
     speedup: float | None = None  # server tok/s against the first target on the same prompt
+    # "client" where the server sent no timings of its own (vLLM, SGLang): server_tps then holds
+    # the tok/s this client measured over the stream, the nearest figure there is.
+    tps_source: str = "server"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ def summarize(targets: Sequence[TargetResult], prompt_names: Sequence[str]) -> S
         for i, target in enumerate(targets):
             rows = [r for r in rows_by_target[target.label] if name == OVERALL or r.prompt == name]
             cell = _cell(target.label, name, rows)
+            if name == OVERALL and cell.acceptance is None and target.metrics is not None:
+                # SGLang publishes its acceptance only as an average (no counts per request).
+                cell = replace(cell, acceptance=target.metrics.acceptance)
             if i == 0:
                 baseline = cell.server_tps
             speedup = cell.server_tps / baseline if cell.server_tps and baseline else None
@@ -74,12 +80,16 @@ def summarize(targets: Sequence[TargetResult], prompt_names: Sequence[str]) -> S
 def _cell(target: str, prompt: str, rows: Sequence[RequestResult]) -> Cell:
     ok = [r for r in rows if r.ok]
     drafted, accepted = pooled_drafts(ok)
+    server_tps, source = _median(r.server_tps for r in ok), "server"
+    if server_tps is None and ok:
+        server_tps, source = _median(r.client_tps for r in ok), "client"
     return Cell(
         target=target,
         prompt=prompt,
         runs_ok=len(ok),
         runs_failed=len(rows) - len(ok),
-        server_tps=_median(r.server_tps for r in ok),
+        server_tps=server_tps,
+        tps_source=source,
         client_tps=_median(r.client_tps for r in ok),
         gen_seconds=_median(r.gen_seconds for r in ok),
         completion_tokens=_median(r.completion_tokens for r in ok),

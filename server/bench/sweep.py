@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from server.bench.summary import OVERALL, Summary
 from server.errors import BenchInputError
-from server.profiles import Profile, Speculative, first_error
+from server.profile_loading import first_error
+from server.profiles import Profile, Speculative
 
 # Draft models (DFlash and classic drafts): how many tokens to draft, and the confidence floor
 # below which drafting stops early (raising it fixed a low-acceptance report upstream).
