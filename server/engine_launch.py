@@ -73,7 +73,7 @@ def _has_module(python: str, module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
     try:
-        return subprocess.run([python, "-c", probe], capture_output=True, timeout=30).returncode == 0
+        return subprocess.run([python, "-c", probe], capture_output=True, timeout=30, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 

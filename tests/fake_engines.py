@@ -17,6 +17,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engine_metrics"
 PAGES = {"vllm": FIXTURES / "vllm-0.33.0.txt", "sglang": FIXTURES / "sglang-0.5.23.txt"}
@@ -36,7 +37,7 @@ class FakeEngine:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
 
-    def __enter__(self) -> FakeEngine:
+    def __enter__(self) -> Self:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         return self
 

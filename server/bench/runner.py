@@ -23,10 +23,10 @@ from server.bench.load import busy_neighbours
 from server.bench.prompts import WARMUP_PROMPT
 from server.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
 from server.bench.workload import Row, Workload
+from server.engine_metrics import LLAMA_CPP
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
 from server.supervisor import ServerState
-from server.engine_metrics import LLAMA_CPP
 from server.telemetry import MetricsSnapshot
 
 
