@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+
+import pytest
 from collections.abc import Callable
 
 from textual.pilot import Pilot
@@ -13,6 +15,7 @@ from localagent.agent_setup import AgentOptions, build_agent
 from localagent.context import AppContext
 from localagent.errors import UsageError
 from server.supervisor import ServerState, SupervisorStatus
+from tests.fake_engines import FakeEngine
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
@@ -395,3 +398,25 @@ async def test_allow_always_saved_to_the_user_config_holds_in_the_next_session(l
     assert (la_env.workspace / "out.txt").read_text().strip() == "saved"
     saved = AppContext.load(la_env.workspace).settings.agent.permissions.allow
     assert saved == ["bash(echo saved > out.txt)"]
+
+
+async def test_on_a_vllm_endpoint_the_panel_shows_its_speed_and_acceptance(la_env):
+    """vLLM sends no timings: tok/s comes from the usage counts, acceptance from its /metrics."""
+    with FakeEngine("vllm") as engine:
+        ctx = AppContext.load(la_env.workspace)
+        options = AgentOptions(base_url=f"{engine.url}/v1", mode="full-auto")
+        app = LocalAgentApp(lambda on_status: build_agent(ctx, options, on_status), label="vllm", poll_interval=0.2)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await submit(pilot, "write add()")
+            await turn_done(pilot)
+            model_metrics = app.chat.metrics.model
+            assert model_metrics.generation_tps and model_metrics.generation_tps > 0
+            # The recorded vLLM page's counters, advanced by the fake's answer (2 drafted, 1 accepted a token).
+            tokens = engine.generated
+            expected = (1927 + tokens) / (4396 + 2 * tokens)
+            await wait_for(pilot, lambda: model_metrics.server_acceptance == pytest.approx(expected))
+            assert model_metrics.acceptance_by_position[0] == pytest.approx(515 / (628 + tokens))
+            panel = app.chat.metrics
+            shown = str(panel.query_one("#m-accept").render())
+            assert "vLLM counts drafts only in total:" in shown and f"server total {expected * 100:.1f} %" in shown

@@ -41,6 +41,7 @@ class LiveMetrics:
     mean_accepted_length: float | None = None
     acceptance_by_position: tuple[float, ...] = ()
     server_acceptance: float | None = None
+    engine: str = "llama.cpp"  # whose /metrics these are: vLLM and SGLang count drafts only in total
     # From the supervisor (managed server) or the poller (attached server).
     server_state: str = "starting"
     restarts: int = 0
@@ -140,6 +141,7 @@ class LiveMetrics:
             self.mean_accepted_length = metrics.mean_accepted_length
             self.acceptance_by_position = metrics.acceptance_by_position
             self.server_acceptance = metrics.acceptance
+            self.engine = metrics.engine
         if not self.managed:
             # No supervisor tells us about an attached server: reachability is all we know.
             self.server_state = str(ServerState.READY) if stats.reachable else str(ServerState.DOWN)
@@ -192,6 +194,9 @@ class LiveMetrics:
             return None
         if self.speculative is False:
             return "off on this server"
+        if not self.has_drafts and self.engine != "llama.cpp" and self.server_acceptance is not None:
+            name = {"vllm": "vLLM", "sglang": "SGLang"}.get(self.engine, self.engine)
+            return f"{name} counts drafts only in total:"
         if self.has_drafts:
             return "nothing drafted yet"
         return "nothing drafted yet" if self.speculative else "no drafts (speculation off?)"
