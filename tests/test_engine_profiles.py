@@ -201,6 +201,7 @@ def test_bench_against_both_engines_gives_the_same_table_acceptance_and_chart(la
     sglang_overall = report.split("| **overall** | sglang |")[1].splitlines()[0]
     assert "28%" in sglang_overall and "*" in sglang_overall
     assert "measured by this client over the stream" in report
+    assert "- engine: vLLM 0.33.0" in report and "- engine: SGLang 0.5.23" in report
     assert (out / "chart.png").read_bytes().startswith(b"\x89PNG")
     assert "vllm" in result.stdout and "sglang" in result.stdout
 
@@ -212,3 +213,17 @@ def test_the_agent_on_an_engine_reports_its_speed_from_the_usage_counts(la_env) 
     assert "def add(a, b)" in result.stdout
     # No `timings` from the engine: the speed comes from its usage counts over the answer's arrival.
     assert re.search(r"\[done\] 1 steps, 0 tool calls, [\d.]+ tok/s", result.stderr), result.stderr
+
+
+async def test_the_engine_is_identified_from_its_own_endpoints() -> None:
+    from server.engine_identity import identify_engine
+    from tests.scripted_model import ScriptedModelServer, ScriptedTurn
+
+    async with httpx2.AsyncClient() as client:
+        with FakeEngine("vllm") as vllm, FakeEngine("sglang") as sglang:
+            assert (await identify_engine(vllm.url, client)).describe() == "vLLM 0.33.0"
+            assert (await identify_engine(sglang.url, client)).describe() == "SGLang 0.5.23"
+        async with ScriptedModelServer([ScriptedTurn(text="hi")]) as llama:
+            assert (await identify_engine(llama.url, client)).engine == "llama.cpp"
+        nothing = await identify_engine("http://127.0.0.1:9", client)
+        assert nothing.engine is None and nothing.describe() == "unknown"

@@ -152,6 +152,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _write_outputs(plan.out_dir, results, summary)
 
     print_wide(report.terminal_table(summary))
+    if any(cell.tps_source == "client" for cell in summary.cells):
+        out.print(report.CLIENT_RATE_NOTE.removeprefix("\\"), soft_wrap=True)
     out.print(report.overhead_line(summary))
     return print_ending(results, plan.out_dir, _sweep_line(results, summary) if results.sweep else None, save_error)
 

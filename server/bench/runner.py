@@ -23,6 +23,7 @@ from server.bench.load import busy_neighbours
 from server.bench.prompts import WARMUP_PROMPT
 from server.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
 from server.bench.workload import Row, Workload
+from server.engine_identity import identify_engine
 from server.engine_metrics import LLAMA_CPP
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
@@ -105,6 +106,7 @@ async def _run_target(
         props = await fetch_props(client, endpoint)
         result.model = props.get("model_path")
         result.build_info = props.get("build_info")
+        result.engine = (await identify_engine(endpoint.base_url, client, endpoint.api_key)).describe()
 
         observer.status(f"{target.label}: warm-up")
         warmup = RequestResult(prompt=WARMUP_PROMPT.name, run=0, seed=settings.seed)
