@@ -41,7 +41,7 @@ _WHY = {
     "server.api_key": "sets a credential",
     "server.base_url": "sends your code elsewhere",
     "server.profile": "picks a profile this file defines",
-    "profiles": "defines model paths and server arguments",
+    "profiles": "defines model paths, server arguments, engines and RPC workers",
 }
 
 

@@ -56,6 +56,10 @@ class LaunchPlan:
     readiness: Literal["llama-server", "http", "tcp"] = "llama-server"
     # The RPC workers the server computes on: a death is checked against them, to name the one gone.
     rpc_workers: tuple[str, ...] = ()
+    # Where it runs; None: where localagent runs. An engine started as `python -m` would import a
+    # module of the same name from that directory first, and the directory may be a stranger's
+    # repository, so engines run from "/".
+    cwd: str | None = None
 
     def shell(self) -> str:
         """The command line to show or paste; secrets in the environment are shown by name."""

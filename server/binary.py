@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from server.errors import BinaryError
+from server.program_path import which_absolute
 from server.smoke import SmokeRecords
 
 BINARY_ENV = "LOCALAGENT_LLAMA_SERVER"
@@ -29,7 +29,7 @@ def find_binary(configured: Path | None, builds_dir: Path) -> FoundBinary:
     cached = newest_cached_build(builds_dir)
     if cached is not None:
         return FoundBinary(cached, "cached build")
-    on_path = shutil.which("llama-server")
+    on_path = which_absolute("llama-server")
     if on_path:
         return FoundBinary(Path(on_path), "PATH")
     if any(builds_dir.glob("*/llama-server")):

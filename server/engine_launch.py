@@ -9,9 +9,7 @@ SGLang (from 0.5.11; Gemma 4 targets from 0.5.14).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from server.argv import DEFAULT_HOST, DEFAULT_PORT, LaunchPlan
 from server.errors import StartError
 from server.exposure import is_loopback
 from server.profiles import ModelSource, Profile, Speculative
+from server.program_path import which_absolute
 
 # Drafted tokens per step when the profile leaves n_max unset. DFlash drafts a block of 16 after
 # the anchor token (vLLM counts the 15 drafted, SGLang the whole block); vLLM wants a number for
@@ -60,20 +59,20 @@ class EngineMissing(StartError):
 def installed_launcher(engine: str) -> tuple[str, ...] | None:
     """The start of the engine's command on this machine, or None when it is not installed."""
     if engine == "vllm":
-        found = shutil.which("vllm")
+        found = which_absolute("vllm")
         return (found, "serve") if found else None
-    for python in dict.fromkeys((sys.executable, shutil.which("python3"), shutil.which("python"))):
+    for python in dict.fromkeys((sys.executable, which_absolute("python3"), which_absolute("python"))):
         if python and _has_module(python, "sglang"):
             return (python, "-m", "sglang.launch_server")
     return None
 
 
 def _has_module(python: str, module: str) -> bool:
-    if python == sys.executable:
-        return importlib.util.find_spec(module) is not None
+    """Asked from "/", as the engine will run: from here, a folder of that name would count."""
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
     try:
-        return subprocess.run([python, "-c", probe], capture_output=True, timeout=30, check=False).returncode == 0
+        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=30, check=False, cwd="/")
+        return done.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -108,7 +107,9 @@ def engine_plan(
             f"warning: listening on {host} exposes {info.name} to your network; use 127.0.0.1 unless you mean "
             "to share it (and then set an api_key)"
         )
-    return LaunchPlan(argv=argv, host=host, port=port, notes=notes, env=env, program=info.name, readiness="http")
+    return LaunchPlan(
+        argv=argv, host=host, port=port, notes=notes, env=env, program=info.name, readiness="http", cwd="/"
+    )
 
 
 def engine_model(profile: Profile) -> str:
@@ -118,7 +119,9 @@ def engine_model(profile: Profile) -> str:
 
 def _model(source: ModelSource | None) -> str:
     assert source is not None and (source.hf or source.path) is not None  # Profile validates engine models
-    return str(source.hf or source.path)
+    if source.path is not None:
+        return str(source.path.expanduser().resolve())  # the engine runs from "/", not from here
+    return str(source.hf)
 
 
 def _vllm_options(profile: Profile) -> list[str]:

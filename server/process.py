@@ -100,6 +100,7 @@ class ServerProcess:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.plan.argv,
                 env={**os.environ, **self.plan.env} if self.plan.env else None,
+                cwd=self.plan.cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,

@@ -8,10 +8,10 @@ some of the model's layers here. localagent's builds compile it next to llama-se
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from server.argv import DEFAULT_HOST, LaunchPlan
+from server.program_path import which_absolute
 from server.rpc_endpoints import DEFAULT_WORKER_PORT, exposure_warning
 
 # The worker's CMake target: renamed upstream from rpc-server to ggml-rpc-server.
@@ -26,7 +26,7 @@ def find_worker_binary(server_binary: Path) -> Path | None:
         if beside.is_file() and os.access(beside, os.X_OK):
             return beside
     for name in WORKER_TARGETS:
-        if on_path := shutil.which(name):
+        if on_path := which_absolute(name):
             return Path(on_path)
     return None
 

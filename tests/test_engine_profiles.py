@@ -16,6 +16,7 @@ import pytest
 
 from server.engine_launch import engine_plan
 from server.errors import ProfileError
+from server.ports import free_port
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES
 from server.telemetry import TelemetryPoller
@@ -227,3 +228,23 @@ async def test_the_engine_is_identified_from_its_own_endpoints() -> None:
             assert (await identify_engine(llama.url, client)).engine == "llama.cpp"
         nothing = await identify_engine("http://127.0.0.1:9", client)
         assert nothing.engine is None and nothing.describe() == "unknown"
+
+
+def test_a_repository_cannot_stand_in_for_the_engine(la_env, tmp_path: Path) -> None:
+    """`python -m sglang.launch_server` imports from its working directory first: run from a
+    stranger's repository, that repository's sglang/ would be what runs. Engines run from "/"."""
+    hostile = la_env.workspace / "sglang"
+    hostile.mkdir()
+    (hostile / "__init__.py").write_text("")
+    marker = tmp_path / "ran-the-repository"
+    (hostile / "launch_server.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
+    (la_env.workspace / "vllm").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (la_env.workspace / "vllm").chmod(0o755)
+    installs = fake_installs(tmp_path)
+    la_env.env.update({**installs, "PATH": f".{os.pathsep}{installs['PATH']}"})  # even with . on PATH
+    for profile in ("gemma4-31b-sglang", "gemma4-31b-vllm"):
+        la_env.env["LOCALAGENT_SERVER__PORT"] = str(free_port())
+        result = la_env.run("run", "write add()", "--profile", profile, timeout=120)
+        assert result.code == 0, result.stderr
+        assert "def add(a, b)" in result.stdout
+    assert not marker.exists()
