@@ -23,7 +23,7 @@ from server.argv import LaunchPlan
 from server.build import BuildRequest
 from server.errors import BinaryError, StartError
 from server.ports import port_is_free
-from server.rpc_endpoints import DEFAULT_WORKER_PORT
+from server.rpc_endpoints import DEFAULT_WORKER_PORT, EndpointError, parse_endpoint
 from server.rpc_worker import find_worker_binary, worker_plan
 from server.supervisor import ServerState, Supervisor, SupervisorStatus
 
@@ -51,6 +51,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is out of range; use 1-65535")
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads {args.threads} must be at least 1")
+    try:
+        parse_endpoint(f"{args.host}:{args.port}")
+    except EndpointError as exc:
+        raise UsageError(f"--host {args.host!r} is not an address to listen on ({exc})") from None
     ctx = AppContext.load()
     plan = worker_plan(_worker_binary(ctx), host=args.host, port=args.port, threads=args.threads, cache=args.cache)
     for note in plan.notes:

@@ -21,7 +21,7 @@ class EndpointError(ValueError):
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
-    """``host:port`` or ``[v6-address]:port`` into (host, port)."""
+    """``host:port`` into (host, port)."""
     text = text.strip()
     host, sep, port_text = text.rpartition(":")
     if not sep or not host or not port_text.isdigit():
@@ -29,12 +29,9 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     port = int(port_text)
     if not 1 <= port <= 65535:
         raise EndpointError(f"RPC worker {text!r}: port {port} is out of range (1-65535)")
-    if host.startswith("["):
-        if not host.endswith("]"):
-            raise EndpointError(f"RPC worker {text!r}: an IPv6 address goes in brackets, [::1]:{port}")
-        host = host[1:-1]
-    elif ":" in host:
-        raise EndpointError(f"RPC worker {text!r}: write an IPv6 address in brackets, [{host}]:{port}")
+    if host.startswith("[") or ":" in host:
+        # llama.cpp splits an endpoint at its first colon, so it cannot reach an IPv6 address.
+        raise EndpointError(f"RPC worker {text!r}: llama.cpp's RPC takes an IPv4 address or a host name, not IPv6")
     if not host or any(ch.isspace() or ch in ",/" for ch in host):
         raise EndpointError(f"RPC worker {text!r} has no valid host")
     return host, port

@@ -47,8 +47,7 @@ def worker_plan(
         argv += ["-t", str(threads)]
     if cache:
         argv.append("-c")  # tensors kept on disk here: a restarted server loads faster
-    endpoint = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    warning = exposure_warning([endpoint], binding=True)
+    warning = exposure_warning([f"{host}:{port}"], binding=True)
     return LaunchPlan(
         argv=argv, host=host, port=port, notes=[warning] if warning else [], program="rpc-server", readiness="tcp"
     )

@@ -36,8 +36,8 @@ PROMPT = "Repeat this list exactly, twice: alpha beta gamma delta epsilon zeta e
 
 def test_worker_addresses_are_host_and_port() -> None:
     assert parse_endpoint("192.168.1.20:50052") == ("192.168.1.20", 50052)
-    assert parse_endpoint("[fe80::1]:50052") == ("fe80::1", 50052)
-    for bad in ("192.168.1.20", ":50052", "host:0", "host:99999", "fe80::1:50052", "a,b:1", "host:port"):
+    assert parse_endpoint("gpu-box.lan:50052") == ("gpu-box.lan", 50052)
+    for bad in ("192.168.1.20", ":50052", "host:0", "host:99999", "[fe80::1]:50052", "a,b:1", "host:port"):
         with pytest.raises(EndpointError):
             parse_endpoint(bad)
 
