@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-
-import pytest
 from collections.abc import Callable
 
+import pytest
 from textual.pilot import Pilot
 
 from localagent.agent_setup import AgentOptions, build_agent
