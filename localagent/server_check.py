@@ -76,7 +76,7 @@ async def run_check(manager: ServerManager, profile_name: str, max_tokens: int =
     started = time.monotonic()
     handle = await manager.start_in_process(profile_name, port="auto")
     report.ready_s = time.monotonic() - started
-    report.command = " ".join(handle.supervisor.plan.argv) if handle.supervisor else report.command
+    report.command = handle.supervisor.plan.shell() if handle.supervisor else report.command
     try:
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(10.0, read=300.0)) as client:
             response = await client.post(

@@ -66,11 +66,23 @@ class LaunchPlan:
         import shlex
 
         prefix = [f"{name}=${name}" for name in sorted(self.env)]
-        # An engine that takes its key only on the command line (SGLang): shown by placeholder.
-        argv = [
-            "$API_KEY" if i > 0 and self.argv[i - 1] == "--api-key" else arg for i, arg in enumerate(self.argv)
-        ]
+        argv = redact_argv(self.argv, "$API_KEY")
         return " ".join([*prefix, shlex.join(argv)]) if prefix else shlex.join(argv)
+
+
+def redact_argv(argv: list[str], placeholder: str = "***") -> list[str]:
+    """``argv`` with the value of every ``--api-key`` (``--api-key K`` or ``--api-key=K``) replaced:
+    an engine that takes its key only on the command line (SGLang) must not show it in commands,
+    reports or ``server status``."""
+    shown = []
+    for i, arg in enumerate(argv):
+        if i > 0 and argv[i - 1] == "--api-key":
+            shown.append(placeholder)
+        elif arg.startswith("--api-key="):
+            shown.append(f"--api-key={placeholder}")
+        else:
+            shown.append(arg)
+    return shown
 
 
 @dataclass

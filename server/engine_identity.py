@@ -43,7 +43,8 @@ async def identify_engine(base_url: str, client: httpx2.AsyncClient, api_key: st
         if info is not None and "version" in info:
             return EngineIdentity(SGLANG, _text(info["version"]))
     models = await _get(client, f"{base_url}/v1/models", api_key)
-    for entry in (models or {}).get("data") or ():
+    entries = (models or {}).get("data")
+    for entry in entries if isinstance(entries, list) else ():
         owner = str(entry.get("owned_by", "")).lower() if isinstance(entry, dict) else ""
         if owner in (VLLM, SGLANG):
             return EngineIdentity(owner)

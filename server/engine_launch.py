@@ -102,6 +102,11 @@ def engine_plan(
             argv += ["--api-key", api_key]  # SGLang takes it from its command line only
     argv += profile.extra_args
     notes = _notes(profile)
+    if api_key and profile.engine == "sglang":
+        notes.append(
+            "note: SGLang takes its API key only on its command line, where other users of this machine can "
+            "read it (/proc/PID/cmdline); localagent shows it nowhere"
+        )
     if not is_loopback(host):
         notes.append(
             f"warning: listening on {host} exposes {info.name} to your network; use 127.0.0.1 unless you mean "

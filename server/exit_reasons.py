@@ -103,10 +103,17 @@ def explain_exit(
     return ExitReason(code, name, cause, program)
 
 
+def worker_command(endpoint: str) -> str:
+    """The command that starts the worker ``endpoint`` names, on its machine."""
+    host, _, port = endpoint.rpartition(":")
+    local = host in ("127.0.0.1", "localhost")
+    return f"localagent server worker --port {port}" + ("" if local else f" --host {host}")
+
+
 def _workers_gone(workers: list[str], while_loading: bool) -> str:
     names = ", ".join(workers)
     verb = "is" if len(workers) == 1 else "are"
-    start = " ".join(f"`localagent server worker --port {worker.rsplit(':', 1)[1]}`" for worker in workers)
+    start = " ".join(f"`{worker_command(worker)}`" for worker in workers)
     when = "not answering" if while_loading else "no longer answering"
     return (
         f"RPC worker {names} {verb} {when}; start {'it' if len(workers) == 1 else 'them'} again ({start}) "

@@ -33,6 +33,9 @@ from server.props import fetch_n_ctx, served_model_ids, served_model_path
 from server.registry import Registry, ServerRecord
 from server.supervisor import RestartPolicy, ServerState, Supervisor, SupervisorStatus
 
+# vLLM and SGLang fetch the model before they listen: a first start may take hours.
+ENGINE_STARTUP_TIMEOUT = 3 * 3600.0
+
 
 @dataclass(frozen=True)
 class ServerDirs:
@@ -136,6 +139,10 @@ class ServerManager:
         launcher = require_engine(profile) if for_start else None
         return engine_plan(profile, host=self.host, port=port or self.port, api_key=self.api_key, launcher=launcher)
 
+    def startup_timeout_for(self, plan: LaunchPlan) -> float:
+        """vLLM and SGLang download the model before they listen (tens of GB on a first start)."""
+        return max(self.startup_timeout, ENGINE_STARTUP_TIMEOUT) if plan.readiness == "http" else self.startup_timeout
+
     # -- ports and attaching -------------------------------------------------------------------
 
     async def existing_server(self, plan: LaunchPlan, models: ResolvedModels) -> ServerHandle | None:
@@ -211,7 +218,8 @@ class ServerManager:
             return launch
         profile, plan, log_path = launch.profile, launch.plan, launch.log_path
         supervisor = Supervisor(
-            plan, log_path, startup_timeout=self.startup_timeout, policy=self.restart_policy, api_key=self.api_key
+            plan, log_path, startup_timeout=self.startup_timeout_for(plan), policy=self.restart_policy,
+            api_key=self.api_key,
         )
         record = launch.record(owner_pid=os.getpid())
 
@@ -251,7 +259,7 @@ class ServerManager:
         spec_path = self.dirs.records / f".spec-{launch.plan.port}.json"
         daemon.write_spec(
             spec_path, launch.plan, launch.record(owner_pid=0),
-            startup_timeout=self.startup_timeout, api_key=self.api_key, policy=self.restart_policy,
+            startup_timeout=self.startup_timeout_for(launch.plan), api_key=self.api_key, policy=self.restart_policy,
         )
         self.registry.remove(launch.plan.port)
         process = daemon.spawn(spec_path, launch.log_path)
@@ -263,7 +271,7 @@ class ServerManager:
         """Follow the daemon's record until its server is ready; its failure, exit or silence raises."""
         port, log_path = launch.plan.port, launch.log_path
         last_state = ""
-        deadline = time.monotonic() + self.startup_timeout + 15
+        deadline = time.monotonic() + self.startup_timeout_for(launch.plan) + 15
         while True:
             record = self.registry.read(port)
             if record is not None and record.state != last_state:
@@ -326,7 +334,8 @@ class ServerManager:
             if not records:
                 raise NotRunningError(f"no managed server on port {port}; see `localagent server status`")
         for record in records:
-            terminate(record.owner_pid, record.server_pid, timeout)
+            program = Path(record.argv[0]).name if record.argv else "llama-server"
+            terminate(record.owner_pid, record.server_pid, timeout, program=program)
             self.registry.remove(record.port)
         return records
 

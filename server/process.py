@@ -18,7 +18,7 @@ from server.errors import NotRunningError, StartError
 from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
 from server.http import auth_headers, tail_lines
 from server.ports import local_base_url
-from server.rpc_connections import connected_workers
+from server.rpc_connections import connected_workers, resolve_workers
 from server.rpc_endpoints import silent_workers, tcp_accepts
 
 _PR_SET_PDEATHSIG = 1
@@ -144,16 +144,20 @@ class ServerProcess:
         the worker that went, even when it is back (restarted) by the time the server has died."""
         assert self._proc is not None
         pid, workers = self._proc.pid, self.plan.rpc_workers
-        held = await asyncio.to_thread(connected_workers, pid, workers)
-        while self.running:
-            await asyncio.sleep(every_s)
-            if not self.running:
-                break
-            now = await asyncio.to_thread(connected_workers, pid, workers)
-            # A look taken as the process ended sees every connection gone: it says nothing.
-            if self.running and pid_alive(pid):
-                self.lost_workers |= held - now
-                held = now
+        try:
+            resolved = await asyncio.to_thread(resolve_workers, workers)  # once: names rarely move
+            held = await asyncio.to_thread(connected_workers, pid, workers, resolved=resolved)
+            while self.running:
+                await asyncio.sleep(every_s)
+                if not self.running:
+                    break
+                now = await asyncio.to_thread(connected_workers, pid, workers, resolved=resolved)
+                # A look taken as the process ended sees every connection gone: it says nothing.
+                if self.running and pid_alive(pid):
+                    self.lost_workers |= held - now
+                    held = now
+        except (OSError, ValueError):
+            return  # no /proc to read: the probe at exit (silent_workers) is what is left
 
     async def wait_exit(self) -> int:
         assert self._proc is not None
@@ -216,15 +220,16 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def terminate(owner_pid: int, server_pid: int | None, timeout: float = 20.0) -> None:
+def terminate(owner_pid: int, server_pid: int | None, timeout: float = 20.0, program: str = "llama-server") -> None:
     """Stop a recorded server from outside: SIGTERM its supervising process, wait up to ``timeout``
-    seconds for both to end, then SIGKILL what is left."""
+    seconds for both to end, then SIGKILL what is left. ``program``: what the server's command line
+    holds (the record's argv[0] name: llama-server, vllm, python3 for SGLang)."""
     if owner_pid == os.getpid():
         raise NotRunningError("that server belongs to this process; close it from here")
     # A record can outlive its processes and pids get reused: only signal processes that
     # are still ours.
     owner = owner_pid if _is_ours(owner_pid, ("localagent", "server.daemon")) else None
-    server = server_pid if server_pid and _is_ours(server_pid, ("llama-server",)) else None
+    server = server_pid if server_pid and _is_ours(server_pid, (program,)) else None
     if owner is not None:
         try:
             os.kill(owner, signal.SIGTERM)

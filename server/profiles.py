@@ -6,6 +6,7 @@ mapping onto a particular binary's flags lives in ``server.argv``.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -186,7 +187,7 @@ class Profile(_Strict):
     @field_validator("tensor_split")
     @classmethod
     def _shares_are_shares(cls, shares: list[float] | None) -> list[float] | None:
-        if shares is not None and (any(share < 0 for share in shares) or not any(shares)):
+        if shares is not None and (any(not math.isfinite(s) or s < 0 for s in shares) or not any(shares)):
             raise ValueError("tensor_split takes shares of zero or more, at least one above zero (e.g. [1, 1])")
         return shares
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
+from server.argv import redact_argv
 from server.ports import local_base_url
 from server.process import pid_alive
 
@@ -57,11 +58,7 @@ class ServerRecord(BaseModel):
     def public_dict(self) -> dict[str, object]:
         """The record without secrets: the api key is redacted from argv too."""
         data = self.model_dump(exclude={"api_key"})
-        argv = list(self.argv)
-        for i, arg in enumerate(argv[:-1]):
-            if arg == "--api-key":
-                argv[i + 1] = "***"
-        data["argv"] = argv
+        data["argv"] = redact_argv(self.argv)
         return data
 
     @property

@@ -48,26 +48,34 @@ def _address(hex_text: str) -> tuple[str, int]:
     return str(address), int(port_hex, 16)
 
 
-def _resolve(endpoints: Iterable[str]) -> dict[tuple[str, int], str]:
-    wanted: dict[tuple[str, int], str] = {}
+Resolved = dict[tuple[str, int], str]  # (address, port) -> the endpoint as the profile wrote it
+
+
+def resolve_workers(endpoints: Iterable[str]) -> Resolved:
+    """Each worker's addresses; a name that does not resolve (now) is left out, not an error."""
+    wanted: Resolved = {}
     for endpoint in endpoints:
-        host, port = parse_endpoint(endpoint)
         try:
+            host, port = parse_endpoint(endpoint)
             addresses = {info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
-        except OSError:
-            addresses = {host}
+        except (OSError, ValueError):
+            continue
         for address in addresses:
-            wanted[(str(ipaddress.ip_address(address.split("%")[0])), port)] = endpoint
+            try:
+                wanted[(str(ipaddress.ip_address(str(address).split("%")[0])), port)] = endpoint
+            except ValueError:
+                continue
     return wanted
 
 
-def connected_workers(pid: int, endpoints: Iterable[str], proc: Path = Path("/proc")) -> set[str]:
+def connected_workers(
+    pid: int, endpoints: Iterable[str], proc: Path = Path("/proc"), resolved: Resolved | None = None
+) -> set[str]:
     """The workers among ``endpoints`` that process ``pid`` holds an ESTABLISHED connection to."""
-    endpoints = list(endpoints)
-    if not endpoints:
+    wanted = resolved if resolved is not None else resolve_workers(endpoints)
+    if not wanted:
         return set()
     inodes = socket_inodes(pid)
-    wanted = _resolve(endpoints)
     found: set[str] = set()
     for table in ("tcp", "tcp6"):
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 from server.exposure import is_loopback
 
@@ -52,8 +53,15 @@ def tcp_accepts(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def silent_workers(endpoints: Iterable[str], timeout: float = 1.0) -> list[str]:
-    return [endpoint for endpoint in endpoints if not worker_answers(endpoint, timeout)]
+def silent_workers(endpoints: Iterable[str], timeout: float = 0.5) -> list[str]:
+    """The workers that do not answer, all asked at once: this runs when a server has just died,
+    on the supervisor's event loop, so it takes ``timeout`` at most, however many workers there are."""
+    endpoints = list(endpoints)
+    if not endpoints:
+        return []
+    with ThreadPoolExecutor(max_workers=len(endpoints)) as pool:
+        answers = list(pool.map(lambda endpoint: worker_answers(endpoint, timeout), endpoints))
+    return [endpoint for endpoint, answered in zip(endpoints, answers, strict=True) if not answered]
 
 
 def exposed_workers(endpoints: Iterable[str]) -> list[str]:

@@ -17,10 +17,15 @@ from server.rpc_endpoints import DEFAULT_WORKER_PORT, exposure_warning
 # The worker's CMake target: renamed upstream from rpc-server to ggml-rpc-server.
 WORKER_TARGETS = ("ggml-rpc-server", "rpc-server")
 WORKER_NAME = "rpc-server"  # its name in the cache, next to llama-server
+STAGED_SUFFIX = ".partial"  # a build's output before it passed its smoke test
 
 
 def find_worker_binary(server_binary: Path) -> Path | None:
-    """The worker built with ``server_binary`` (same directory), else one on PATH."""
+    """The worker built with ``server_binary`` (same directory), else one on PATH. A staged server
+    (being smoke-tested) goes with the worker staged beside it, and with no other."""
+    if server_binary.name.endswith(STAGED_SUFFIX):
+        staged = server_binary.parent / f"{WORKER_NAME}{STAGED_SUFFIX}"
+        return staged if staged.is_file() and os.access(staged, os.X_OK) else None
     for name in (WORKER_NAME, *WORKER_TARGETS):
         beside = server_binary.parent / name
         if beside.is_file() and os.access(beside, os.X_OK):

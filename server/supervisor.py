@@ -17,6 +17,7 @@ from server.argv import LaunchPlan
 from server.errors import StartError
 from server.http import tail_lines
 from server.process import ServerProcess, probe_plan
+from server.rpc_endpoints import silent_workers
 
 
 class ServerState(StrEnum):
@@ -48,6 +49,8 @@ class RestartPolicy:
 
 
 StatusListener = Callable[[SupervisorStatus], None]
+# How long a restart waits for a server's RPC workers to answer again (a worker machine rebooting).
+WORKER_WAIT_S = 300.0
 
 
 class Supervisor:
@@ -139,6 +142,21 @@ class Supervisor:
         await self.process.wait_ready(self.startup_timeout, on_state)
         self._set(state=ServerState.READY, message="")
 
+    async def _wait_for_workers(self) -> None:
+        """A server computing on RPC workers cannot start while one is away: wait for it (a while)
+        rather than spend the restart budget on starts that must fail."""
+        if not self.plan.rpc_workers:
+            return
+        deadline = time.monotonic() + WORKER_WAIT_S
+        while not self._stopping:
+            silent = await asyncio.to_thread(silent_workers, self.plan.rpc_workers)
+            if not silent or time.monotonic() > deadline:
+                return
+            message = f"waiting for RPC worker {', '.join(silent)} to answer before restarting"
+            if self.status.message != message:
+                self._set(message=message)
+            await asyncio.sleep(1.0)
+
     async def _watch(self) -> None:
         while not self._stopping:
             code = await self.process.wait_exit()
@@ -173,6 +191,7 @@ class Supervisor:
                 message=f"{reason.headline}; restarting in {backoff:.1f} s",
             )
             await asyncio.sleep(backoff)
+            await self._wait_for_workers()
             try:
                 await self._launch(ServerState.RESTARTING)
             except StartError as exc:

@@ -248,3 +248,28 @@ def test_a_repository_cannot_stand_in_for_the_engine(la_env, tmp_path: Path) -> 
         assert result.code == 0, result.stderr
         assert "def add(a, b)" in result.stdout
     assert not marker.exists()
+
+
+def test_sglangs_api_key_reaches_it_but_shows_nowhere(la_env, tmp_path: Path) -> None:
+    la_env.env.update({**fake_installs(tmp_path), "LOCALAGENT_SERVER__API_KEY": "la-secret-key"})
+    cmd = la_env.run("server", "cmd", "gemma4-31b-sglang")
+    assert cmd.code == 0 and "--api-key '$API_KEY'" in cmd.stdout and "la-secret-key" not in cmd.stdout + cmd.stderr
+    assert "other users of this machine can read it" in cmd.stderr
+    started = la_env.run("server", "start", "gemma4-31b-sglang", "--port", "auto")
+    assert started.code == 0, started.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--api-key") + 1] == "la-secret-key"  # SGLang has it
+    status = la_env.run("server", "status", "--json")
+    [record] = json.loads(status.stdout)
+    assert "la-secret-key" not in status.stdout and "--api-key=***" not in record["argv"]
+    assert record["argv"][record["argv"].index("--api-key") + 1] == "***"
+    assert "la-secret-key" not in Path(record["log_path"]).read_text()
+    assert "la-secret-key" not in started.stdout + started.stderr
+
+
+def test_an_api_key_in_either_spelling_is_redacted() -> None:
+    from server.argv import redact_argv
+
+    argv = ["python", "-m", "sglang.launch_server", "--api-key", "k1", "--api-key=k2", "--port", "1"]
+    assert redact_argv(argv) == ["python", "-m", "sglang.launch_server", "--api-key", "***", "--api-key=***",
+                                 "--port", "1"]

@@ -89,6 +89,8 @@ def test_a_death_names_the_worker_that_stopped_answering() -> None:
     reason = explain_exit(-6, while_loading=False, silent_workers=silent)
     assert reason.headline.startswith("llama-server was killed by SIGABRT: RPC worker " + down)
     assert f"localagent server worker --port {down.rsplit(':', 1)[1]}" in reason.headline
+    remote = explain_exit(-6, while_loading=False, silent_workers=["10.0.0.7:50052"])
+    assert "`localagent server worker --port 50052 --host 10.0.0.7`" in remote.headline
     no_backend = explain_exit(1, while_loading=True, log_tail=["error: RPC not supported in this build"])
     assert "without the RPC backend" in no_backend.headline
 
@@ -236,6 +238,29 @@ def test_two_workers_serve_the_tiny_model_and_a_killed_one_is_named_and_recovere
         assert again["timings"]["predicted_n"] > 0
         status = la_env.run("server", "status")
         assert f"RPC worker {endpoints[1]}" in status.stdout
+
+        # A worker gone for longer (its machine rebooting): the server's supervisor waits for it
+        # instead of spending its restarts, and comes back once it answers.
+        assert workers[1].stop() == 0
+        restarts = record["restarts"]
+        with pytest.raises(httpx2.HTTPError):
+            chat(base_url)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            [record] = la_env.status()
+            if "waiting for RPC worker" in record["message"]:
+                break
+            time.sleep(0.5)
+        assert record["message"] == f"waiting for RPC worker {endpoints[1]} to answer before restarting", record
+        time.sleep(3)  # still waiting: no start was tried, none counted
+        [record] = la_env.status()
+        assert record["state"] == "restarting" and record["restarts"] == restarts + 1, record
+        workers[1] = Worker(la_env, ports[1])
+        worker_pids[1] = workers[1].ready_pid()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and la_env.status()[0]["state"] != "ready":
+            time.sleep(0.5)
+        assert chat(base_url)["timings"]["predicted_n"] > 0
     finally:
         la_env.run("server", "stop", timeout=60)
         codes = [worker.stop() for worker in workers]

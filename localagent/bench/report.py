@@ -51,7 +51,8 @@ def _cell_columns(cell: Cell) -> list[str]:
 
 def overhead_line(summary: Summary) -> str:
     if summary.overhead_ratio is None:
-        if summary.cells and all(cell.tps_source == "client" for cell in summary.cells if cell.runs_ok):
+        measured = [cell for cell in summary.cells if cell.runs_ok]
+        if measured and all(cell.tps_source == "client" for cell in measured):
             return "runtime overhead: not measured (the servers send no timings of their own to compare with)"
         return "runtime overhead: not measured (no successful streamed request)"
     verdict = "met" if summary.overhead_ok else "NOT met"

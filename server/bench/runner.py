@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import httpx2
 
+from server.argv import redact_argv
 from server.bench.client import (
     Endpoint,
     describe_failure,
@@ -99,15 +100,10 @@ async def _run_target(
             except ServerError as exc:
                 return _all_failed(result, workload, observer, f"the server did not start: {_one_line(exc)}")
             if handle.record is not None:
-                result.command = shlex.join(handle.record.argv)
+                result.command = shlex.join(redact_argv(handle.record.argv))
             endpoint = Endpoint(handle.base_url, api_key)
         assert endpoint is not None
-        result.base_url = endpoint.base_url
-        props = await fetch_props(client, endpoint)
-        result.model = props.get("model_path")
-        result.build_info = props.get("build_info")
-        result.engine = (await identify_engine(endpoint.base_url, client, endpoint.api_key)).describe()
-
+        await _describe_server(client, endpoint, result)
         observer.status(f"{target.label}: warm-up")
         warmup = RequestResult(prompt=WARMUP_PROMPT.name, run=0, seed=settings.seed)
         body = request_body(endpoint, WARMUP_PROMPT.text, settings.warmup_max_tokens, settings.seed, settings)
@@ -131,6 +127,15 @@ async def _run_target(
             await handle.close()
     workload.order(result.requests)
     return result
+
+
+async def _describe_server(client: httpx2.AsyncClient, endpoint: Endpoint, result: TargetResult) -> None:
+    """Who serves the target: URL, model and build (llama-server's /props), engine and version."""
+    result.base_url = endpoint.base_url
+    props = await fetch_props(client, endpoint)
+    result.model = props.get("model_path")
+    result.build_info = props.get("build_info")
+    result.engine = (await identify_engine(endpoint.base_url, client, endpoint.api_key)).describe()
 
 
 async def _measure_all(
