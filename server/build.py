@@ -214,25 +214,30 @@ def build_llama_server(
         staged.unlink(missing_ok=True)  # never cached, never used
         (target_dir / f"{WORKER_NAME}{STAGED_SUFFIX}").unlink(missing_ok=True)
         raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=False))
-    staged_worker = target_dir / f"{WORKER_NAME}{STAGED_SUFFIX}"
-    if staged_worker.is_file():
-        os.replace(staged_worker, target_dir / WORKER_NAME)  # a running worker keeps its old file
-    os.replace(staged, binary)
+    _install(staged, binary)
     records.write(binary, result)
-    (target_dir / "build.json").write_text(
-        json.dumps(
-            {
-                "source": source_identity(request),
-                "flags": flags,
-                "portable": request.portable,
-                "cpu": {"arch": cpu.arch, "model": cpu.model, "isa_flags": list(cpu.isa_flags)},
-                "built_at": time.time(),
-            },
-            indent=2,
-        )
-    )
+    _write_build_info(target_dir, request, flags, cpu)
     shutil.rmtree(build_dir, ignore_errors=True)
     return BuildResult(binary, log, cached=False, seconds=time.monotonic() - started, key=key, smoke=result)
+
+
+def _install(staged: Path, binary: Path) -> None:
+    """The proven pair takes the cache entry's names; a running worker keeps its old file."""
+    staged_worker = binary.parent / f"{WORKER_NAME}{STAGED_SUFFIX}"
+    if staged_worker.is_file():
+        os.replace(staged_worker, binary.parent / WORKER_NAME)
+    os.replace(staged, binary)
+
+
+def _write_build_info(target_dir: Path, request: BuildRequest, flags: list[str], cpu: CpuInfo) -> None:
+    info = {
+        "source": source_identity(request),
+        "flags": flags,
+        "portable": request.portable,
+        "cpu": {"arch": cpu.arch, "model": cpu.model, "isa_flags": list(cpu.isa_flags)},
+        "built_at": time.time(),
+    }
+    (target_dir / "build.json").write_text(json.dumps(info, indent=2))
 
 
 def smoke_records_dir(builds_dir: Path) -> Path:

@@ -209,6 +209,53 @@ def _fake_source(tmp_path: Path, mode: str) -> Path:
     return source
 
 
+FAKE_WORKER = """#!/usr/bin/env python3
+# worker-build-{build}
+import signal, socket, sys
+sock = socket.create_server(("127.0.0.1", int(sys.argv[sys.argv.index("-p") + 1])))
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    sock.accept()[0].close()
+"""
+
+
+def _with_worker_target(source: Path) -> Path:
+    """The fake checkout gains upstream's worker target, ggml-rpc-server: a listener on its -p port
+    whose second line says which build it is."""
+    worker = source / "worker.sh"
+    worker.write_text(FAKE_WORKER.format(build=1))
+    worker.chmod(0o755)
+    with (source / "CMakeLists.txt").open("a") as cmake:
+        cmake.write(
+            "add_custom_target(ggml-rpc-server ALL\n"
+            "  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/bin\n"
+            f"  COMMAND ${{CMAKE_COMMAND}} -E copy {worker} ${{CMAKE_BINARY_DIR}}/bin/ggml-rpc-server)\n"
+        )
+    return worker
+
+
+def test_a_rebuild_keeps_the_proven_worker_until_its_pair_passes(tmp_path: Path, model_dirs: ModelDirs):
+    builds, work = tmp_path / "builds", tmp_path / "work"
+    source = _fake_source(tmp_path, "serve")
+    worker_script = _with_worker_target(source)
+    request = BuildRequest(source=source, rebuild=True)
+    first = build_llama_server(request, builds, work, verify=_verify(model_dirs))
+    worker = first.binary.parent / "rpc-server"
+    assert "# worker-build-1" in worker.read_text()
+    # The next build's server dies in its smoke test: the proven pair stays as it was.
+    worker_script.write_text(FAKE_WORKER.format(build=2))
+    _fake_binary(source, "signal:ILL", name="llama-server.sh")
+    with pytest.raises(BuildError, match="SIGILL"):
+        build_llama_server(request, builds, work, verify=_verify(model_dirs))
+    assert "# worker-build-1" in worker.read_text()
+    assert not list(first.binary.parent.glob("*.partial"))
+    # One that passes replaces both.
+    _fake_binary(source, "serve", name="llama-server.sh")
+    build_llama_server(request, builds, work, verify=_verify(model_dirs))
+    assert "# worker-build-2" in worker.read_text()
+    assert not list(first.binary.parent.glob("*.partial"))
+
+
 def _verify(model_dirs: ModelDirs):
     return lambda binary, log: smoke_test_sync(binary, model_dirs, log)
 
