@@ -129,14 +129,25 @@ def _model(source: ModelSource | None) -> str:
     return str(source.hf)
 
 
-def _vllm_options(profile: Profile) -> list[str]:
+# Each engine's spelling of tensor parallelism and the context length.
+SIZE_FLAGS = {"vllm": ("--tensor-parallel-size", "--max-model-len"), "sglang": ("--tp-size", "--context-length")}
+
+
+def _size_options(profile: Profile) -> list[str]:
+    """GPUs, context and the served name, in the engine's own words."""
+    tp_flag, ctx_flag = SIZE_FLAGS[profile.engine]
     options: list[str] = []
     if profile.tensor_parallel:
-        options += ["--tensor-parallel-size", str(profile.tensor_parallel)]
+        options += [tp_flag, str(profile.tensor_parallel)]
     if profile.ctx_size:
-        options += ["--max-model-len", str(profile.ctx_size)]
+        options += [ctx_flag, str(profile.ctx_size)]
     if profile.model_id:
         options += ["--served-model-name", profile.model_id]
+    return options
+
+
+def _vllm_options(profile: Profile) -> list[str]:
+    options = _size_options(profile)
     spec = profile.speculative
     if spec.enabled:
         options += ["--speculative-config", json.dumps(_vllm_speculative(spec))]
@@ -157,13 +168,7 @@ def _vllm_speculative(spec: Speculative) -> dict[str, object]:
 
 
 def _sglang_options(profile: Profile) -> list[str]:
-    options: list[str] = []
-    if profile.tensor_parallel:
-        options += ["--tp-size", str(profile.tensor_parallel)]
-    if profile.ctx_size:
-        options += ["--context-length", str(profile.ctx_size)]
-    if profile.model_id:
-        options += ["--served-model-name", profile.model_id]
+    options = _size_options(profile)
     spec = profile.speculative
     if not spec.enabled:
         return options
