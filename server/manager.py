@@ -31,6 +31,7 @@ from server.profile_loading import get_profile
 from server.profiles import Profile
 from server.props import fetch_n_ctx, served_model_ids, served_model_path
 from server.registry import Registry, ServerRecord
+from server.rpc_endpoints import RPC_WARNING_START
 from server.supervisor import RestartPolicy, ServerState, Supervisor, SupervisorStatus
 
 # vLLM and SGLang fetch the model before they listen: a first start may take hours.
@@ -304,7 +305,11 @@ class ServerManager:
         host = self.host or profile.host or "127.0.0.1"
         self._guard_exposure(host)
         chosen = self.pick_port(port, host)
-        return self.plan(profile_name, port=chosen)
+        planned = self.plan(profile_name, port=chosen)
+        # Said where the server starts too, not only by `server cmd` (the rest of the plan's notes
+        # are said by _guard_exposure in its own words).
+        self.notes.extend(note for note in planned[1].notes if note.startswith(RPC_WARNING_START))
+        return planned
 
     def _guard_exposure(self, host: str) -> None:
         if is_loopback(host):

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from server.exposure import is_loopback
 
 DEFAULT_WORKER_PORT = 50052
+RPC_WARNING_START = "warning: RPC workers on"  # how a profile's exposed workers are warned about
 
 
 class EndpointError(ValueError):
@@ -79,6 +80,6 @@ def exposure_warning(endpoints: list[str], *, binding: bool) -> str | None:
             "RPC has no authentication or encryption; bind to 127.0.0.1 or a private network's address only"
         )
     return (
-        f"warning: RPC workers on {where} are reached without authentication or encryption; keep them on "
+        f"{RPC_WARNING_START} {where} are reached without authentication or encryption; keep them on "
         "a private network (a firewall allowing only this machine), never an open one"
     )

@@ -267,3 +267,16 @@ def test_two_workers_serve_the_tiny_model_and_a_killed_one_is_named_and_recovere
     assert codes == [0, 0], [worker.lines for worker in workers]
     assert all(not pid_alive(pid) for pid in worker_pids)
     assert any("stopped the RPC worker" in line for line in workers[0].lines)
+
+
+def test_server_start_warns_about_workers_off_loopback_too(la_env, llama_server_binary) -> None:
+    """The warning reaches the person starting the server, not only `server cmd`."""
+    from localagent.context import AppContext
+
+    la_env.write_config('[profiles.lan]\nextends = "tiny-rpc"\nrpc_workers = ["10.0.0.7:50052"]\n')
+    manager = AppContext.load(la_env.workspace).server_manager()
+    manager._plan_for_port("lan", "auto")
+    assert len(manager.notes) == 1 and "10.0.0.7:50052 are reached without authentication" in manager.notes[0]
+    manager.notes.clear()
+    manager._plan_for_port("tiny-rpc", "auto")
+    assert manager.notes == []
