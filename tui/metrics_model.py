@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from agent.events import Metrics
 from agent.request_totals import RequestTotals
+from server.engine_identity import ENGINE_NAMES
 from server.supervisor import ServerState, SupervisorStatus
 from server.telemetry import ServerStats
 
@@ -195,8 +196,7 @@ class LiveMetrics:
         if self.speculative is False:
             return "off on this server"
         if not self.has_drafts and self.engine != "llama.cpp" and self.server_acceptance is not None:
-            name = {"vllm": "vLLM", "sglang": "SGLang"}.get(self.engine, self.engine)
-            return f"{name} counts drafts only in total:"
+            return f"{ENGINE_NAMES.get(self.engine, self.engine)} counts drafts only in total:"
         if self.has_drafts:
             return "nothing drafted yet"
         return "nothing drafted yet" if self.speculative else "no drafts (speculation off?)"
