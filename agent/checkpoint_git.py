@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from agent.errors import AgentError
 from tools.safe_git import GIT_TIMEOUT_SECONDS, git_env, run_git
@@ -52,6 +52,7 @@ class SnapshotRepo:
         self.workspace = workspace
         self.data_dir = data_dir
         self._layout: _Layout | None = None
+        self._notice: str | None = None
 
     @property
     def layout(self) -> _Layout:
@@ -59,21 +60,42 @@ class SnapshotRepo:
             self._layout = self._discover() or self._shadow_layout()
         return self._layout
 
+    @property
+    def notice(self) -> str | None:
+        """Why this workspace's own git repository is not used for checkpoints, if it is not."""
+        _ = self.layout
+        return self._notice
+
     def _discover(self) -> _Layout | None:
-        try:
-            proc = run_git(
-                "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "index",
-                cwd=self.workspace, env=_clean_env(), filters=[],
-            )
-        except FileNotFoundError as exc:
-            raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
-        except subprocess.TimeoutExpired:
-            raise CheckpointError(f"git did not answer in {self.workspace} (a FIFO in its config?)") from None
-        lines = os.fsdecode(proc.stdout).splitlines()
-        if proc.returncode != 0 or len(lines) != 3:
+        """The workspace's own repository, when its whole layout lies inside the workspace.
+
+        Git is never asked where the repository is: `core.worktree`, `core.bare`, a gitfile, a
+        `commondir` or `GIT_*` variables would let a repository (or a command run in it) point
+        the checkpoints, and so a restore, at another tree. The git directory must be the
+        workspace's own `.git` folder, and every call names it and the work tree explicitly.
+        """
+        dot_git = self.workspace / ".git"
+        if not os.path.lexists(dot_git):
+            above = _enclosing_repository(self.workspace)
+            if above is not None:
+                self._notice = (
+                    f"checkpoints: the workspace is inside the repository at {above}; undo keeps its "
+                    "own copy of this folder instead, so it never touches files outside the workspace"
+                )
             return None
-        top, git_dir, index = lines
-        return _Layout(Path(top), Path(git_dir), (self.workspace / index).resolve(), shadow=False)
+        if dot_git.is_symlink() or not dot_git.is_dir():
+            self._notice = (
+                "checkpoints: .git in this workspace is a link or a gitfile that points elsewhere; "
+                "undo keeps its own copy of the workspace instead"
+            )
+            return None
+        if os.path.lexists(dot_git / "commondir") or not (dot_git / "HEAD").is_file():
+            self._notice = (
+                "checkpoints: this repository's git data lives outside the workspace (or .git is not a "
+                "repository); undo keeps its own copy of the workspace instead"
+            )
+            return None
+        return _Layout(self.workspace, dot_git, dot_git / "index", shadow=False)
 
     def _shadow_layout(self) -> _Layout:
         key = hashlib.sha256(os.fsencode(self.workspace)).hexdigest()[:16]
@@ -158,6 +180,14 @@ class SnapshotRepo:
                 to_write.append(path)
         return to_remove, to_write
 
+    def outside_paths(self, to_remove: list[str], to_write: list[str]) -> list[str]:
+        """The paths of a restore that would land outside the work tree (through a symlinked
+        folder, or `..`). A folder that the same restore removes first does not count: what is
+        written there afterwards is a new folder in the work tree."""
+        root = self.layout.work_tree
+        removed = set(to_remove)
+        return [path for path in [*to_remove, *to_write] if not _lands_inside(root, path, removed)]
+
     def remove_file(self, relative: str) -> None:
         root = self.layout.work_tree
         path = root / relative
@@ -171,6 +201,27 @@ class SnapshotRepo:
             except OSError:
                 break
             parent = parent.parent
+
+
+def _lands_inside(root: Path, relative: str, removed: set[str]) -> bool:
+    """Whether the folder `relative` is written in resolves inside `root`, once the folders
+    (symlinks, files) in `removed` are gone."""
+    parts = PurePosixPath(relative).parts
+    if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+        return False
+    depth = len(parts) - 1
+    for prefix_len in range(1, len(parts)):
+        if "/".join(parts[:prefix_len]) in removed:
+            depth = prefix_len - 1
+            break
+    return Path(os.path.realpath(root.joinpath(*parts[:depth]))).is_relative_to(root)
+
+
+def _enclosing_repository(workspace: Path) -> Path | None:
+    for parent in workspace.parents:
+        if os.path.lexists(parent / ".git"):
+            return parent
+    return None
 
 
 def _clean_env() -> dict[str, str]:

@@ -84,6 +84,12 @@ class CheckpointStore:
     def uses_shadow_repository(self) -> bool:
         return self._repo.layout.shadow
 
+    @property
+    def notice(self) -> str | None:
+        """One line for the person when the workspace's repository cannot hold the checkpoints."""
+        with self._lock:
+            return self._repo.notice
+
     def create_sync(self, label: str) -> Checkpoint:
         with self._lock, self._scratch() as scratch:
             tree = self._repo.snapshot_tree(scratch)
@@ -125,6 +131,14 @@ class CheckpointStore:
             current = self._repo.snapshot_tree(scratch)
             target = self._tree_of(checkpoint)
             to_remove, to_write = self._repo.tree_changes(current, target)
+            outside = self._repo.outside_paths(to_remove, to_write)
+            if outside:
+                # Nothing is touched: a restore that would reach out of the workspace is an attack
+                # (a folder swapped for a symlink), never a step back.
+                raise CheckpointError(
+                    f"restore stopped before changing anything: {outside[0]!r} resolves outside the "
+                    f"workspace {self.workspace} (a symlinked folder?); remove that link and try again"
+                )
             for relative in to_remove:
                 self._repo.remove_file(relative)
             if to_write:

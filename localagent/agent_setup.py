@@ -178,6 +178,8 @@ async def build_agent(
     note = sandbox_note(sandbox)
     if note:
         notes.append(note)
+    if checkpoints.notice:
+        notes.append(checkpoints.notice)
     return AgentRuntime(
         agent, None if shared is not None else handle, session_id, checkpoints, base_url, writer, mcp, notes,
         api_key=api_key, model=model,

@@ -185,6 +185,8 @@ def cmd_undo(args: argparse.Namespace) -> int:
     header, _events = session_store(ctx).open(args.session, workspace=ctx.workspace)
     session_id = header["session_id"]
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
+    if checkpoints.notice:
+        out.print(checkpoints.notice, markup=False)
     restored = checkpoints.undo_last_turn_sync()
     if restored is None:
         out.print("nothing to undo in this session")

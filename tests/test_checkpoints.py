@@ -251,14 +251,107 @@ async def test_diff_since_shows_a_unified_diff(repo: Path, store: CheckpointStor
     assert "+++ b/fresh.txt" in diff
 
 
-async def test_workspace_in_a_subdirectory_snapshots_the_whole_repo(repo: Path, tmp_path: Path) -> None:
+async def test_workspace_in_a_subdirectory_is_checkpointed_alone_and_never_reaches_the_rest(
+    repo: Path, tmp_path: Path
+) -> None:
     store = CheckpointStore(repo / "src", SESSION, tmp_path / "data")
-    before = tree_state(repo)
+    assert store.notice is not None and str(repo) in store.notice
     checkpoint = await store.create("turn 1")
+    assert store.uses_shadow_repository
     (repo / "README.md").write_text("changed outside the subdirectory\n")
     (repo / "src" / "extra.py").write_text("x = 1\n")
     await store.restore(checkpoint)
-    assert tree_state(repo) == before
+    assert not (repo / "src" / "extra.py").exists()
+    assert (repo / "README.md").read_text() == "changed outside the subdirectory\n"
+    assert git(repo, "for-each-ref", REF_NAMESPACE) == ""
+
+
+def fake_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN PRIVATE KEY-----\nfake\n")
+    (home / ".bashrc").write_text("# the person's own\n")
+    return home
+
+
+async def test_undo_after_a_command_set_core_worktree_touches_nothing_outside(repo: Path, store: CheckpointStore,
+                                                                             tmp_path: Path) -> None:
+    home = fake_home(tmp_path)
+    before_home = tree_state(home)
+    (repo / ".bashrc").write_text("echo owned\n")
+    git(repo, "add", ".bashrc")
+    await store.create("turn 1")
+    # What a hostile main.py run by an approved command did before the person's next undo.
+    git(repo, "config", "core.worktree", str(home))
+    (repo / "new.txt").write_text("made this turn\n")
+    # `localagent undo` is a new process: it finds the repository anew.
+    await CheckpointStore(repo, SESSION, tmp_path / "data").undo_last_turn()
+    assert tree_state(home) == before_home
+    assert not (repo / "new.txt").exists()
+
+
+async def test_a_repository_shipped_with_core_worktree_is_snapshotted_in_the_workspace(
+    repo: Path, tmp_path: Path
+) -> None:
+    home = fake_home(tmp_path)
+    git(repo, "config", "core.worktree", str(home))
+    git(repo, "config", "core.bare", "true")
+    store = CheckpointStore(repo, SESSION, tmp_path / "data")
+    checkpoint = await store.create("turn 1")
+    files = git(repo, "--work-tree", str(repo), "ls-tree", "-r", "--name-only", checkpoint.commit).split()
+    assert "src/app.py" in files and ".ssh/id_rsa" not in files
+    (home / "later.txt").write_text("the person's new file\n")
+    (repo / "src" / "app.py").write_text("changed\n")
+    await store.restore(checkpoint)
+    assert (home / "later.txt").exists()
+    assert (repo / "src" / "app.py").read_text() == "print('hello')\n"
+
+
+async def test_a_gitfile_pointing_at_another_repository_uses_the_shadow_store(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    (workspace / "a.txt").write_text("a\n")
+    store = CheckpointStore(workspace, SESSION, tmp_path / "data")
+    checkpoint = await store.create("turn 1")
+    assert store.uses_shadow_repository and store.notice is not None
+    assert git(other, "for-each-ref") == ""
+    (workspace / "a.txt").write_text("b\n")
+    await store.restore(checkpoint)
+    assert (workspace / "a.txt").read_text() == "a\n"
+
+
+async def test_restore_through_a_symlinked_folder_stops_before_touching_anything(
+    repo: Path, store: CheckpointStore, tmp_path: Path
+) -> None:
+    home = fake_home(tmp_path)
+    (repo / "cfg").mkdir()
+    (repo / "cfg" / ".bashrc").write_text("echo owned\n")
+    (repo / "cfg" / "id_rsa").write_text("not yours\n")
+    checkpoint = await store.create("turn 1")
+    # The folder swapped for a link to the home, and the files it held at the checkpoint removed
+    # from the snapshot's view: a restore would write them through the link.
+    for name in ("id_rsa", ".bashrc"):
+        (repo / "cfg" / name).unlink()
+    (repo / "cfg").rmdir()
+    (repo / "cfg").symlink_to(home, target_is_directory=True)
+    (repo / "README.md").write_text("edited\n")
+    before_home = tree_state(home)
+    # Ignored, the link is not in the snapshot, so the restore would not remove it first.
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("cfg\n")
+    with pytest.raises(CheckpointError, match="outside the workspace"):
+        await store.restore(checkpoint)
+    assert tree_state(home) == before_home
+    assert (repo / "README.md").read_text() == "edited\n"
+    # Seen by the snapshot, the link is removed first and the folder made anew inside.
+    (repo / ".git" / "info" / "exclude").write_text("")
+    await store.restore(checkpoint)
+    assert tree_state(home) == before_home
+    assert not (repo / "cfg").is_symlink() and (repo / "cfg" / "id_rsa").read_text() == "not yours\n"
 
 
 async def test_repository_without_commits(tmp_path: Path) -> None:

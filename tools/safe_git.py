@@ -80,9 +80,15 @@ def git_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, st
     return env
 
 
-def safe_config(names: list[str]) -> list[tuple[str, str]]:
-    """Every executing key switched off, and each named filter driver emptied."""
+def safe_config(names: list[str], work_tree: str | None = None) -> list[tuple[str, str]]:
+    """Every executing key switched off, and each named filter driver emptied.
+
+    With `work_tree`, the repository's own `core.worktree` and `core.bare` are overridden too: a
+    command run inside the sandbox may have written them, to point git (and so a restore) at a
+    tree outside the workspace."""
     entries = list(SAFE_CONFIG)
+    if work_tree is not None:
+        entries += [("core.worktree", work_tree), ("core.bare", "false")]
     for name in names:
         entries += [(f"filter.{name}.{part}", value) for part, value in _EMPTY_FILTER]
     return entries
@@ -123,8 +129,9 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
     names = filter_drivers(cwd, env) if filters is None else filters
+    entries = safe_config(names, env.get("GIT_WORK_TREE"))
     return subprocess.run(
-        ["git", "--no-pager", *args], cwd=cwd, env={**env, **config_environment(safe_config(names))}, input=input,
+        ["git", "--no-pager", *args], cwd=cwd, env={**env, **config_environment(entries)}, input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
         capture_output=True, timeout=timeout, check=False,
     )
