@@ -16,7 +16,7 @@ by agent.wildcards.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,8 @@ class PermissionPolicy:
         denied = first_restricting(self.rules.deny, call)
         if denied is not None:
             return made("deny", f"denied by rule {denied.text}", denied)
+        if tool_name == BASH_TOOL and arguments is not None and arguments.get("outside_sandbox") is True:
+            return self._outside_sandbox(call, arguments, made)
         sandboxed = self.mode is PermissionMode.READ_ONLY and tool_name == BASH_TOOL and self.bash_sandboxed
         if self.mode is PermissionMode.READ_ONLY and not reads_only and not sandboxed:
             return made("deny", f"read-only mode: {tool_name} is not allowed")
@@ -165,6 +167,24 @@ class PermissionPolicy:
         if self.mode is PermissionMode.AUTO_EDIT and tool_name in FILE_EDIT_TOOLS:
             return made("allow", f"auto-edit mode allows file edits ({tool_name})")
         return made("ask", f"{self.mode.value} mode: {tool_name} needs approval")
+
+
+    def _outside_sandbox(
+        self, call: CallView, arguments: Mapping[str, Any], made: Callable[..., Decision]
+    ) -> Decision:
+        """A command the model asks to run without the sandbox: never without the person's word
+        (or an allow rule they wrote), in every mode; never in read-only."""
+        if self.mode is PermissionMode.READ_ONLY:
+            return made("deny", "read-only mode never runs a command outside the sandbox")
+        reason = str(arguments.get("reason") or "no reason given")
+        asked = first_restricting(self.rules.ask, call)
+        if asked is not None:
+            return made("ask", f"outside the sandbox ({reason}); rule {asked.text} asks for approval", asked)
+        allowing = allowing_rules(self.rules.allow, call)
+        if allowing:
+            return made("allow", f"outside the sandbox, allowed by rule {allowing[0].text}", allowing[0])
+        return made("ask", f"asks to run outside the sandbox: {reason}",
+                    remedy=f"add an allow rule such as {rule_for_call(BASH_TOOL, call.summary)}")
 
 
 def resolve_without_person(decision: Decision) -> Decision:
@@ -205,6 +225,10 @@ def rule_for_call(tool_name: str, summary: str) -> str:
             # Compound, wrapped or tricky commands are only ever allowed again verbatim.
             return f"bash({escape_star(command)})"
         words = [word.render() for word in single.words]
+        if len(words) > 1 and words[0] in _SUBCOMMAND_PROGRAMS and words[1].startswith("-"):
+            # Options before the subcommand (`git -c core.pager=x status`) can make the program run
+            # anything: a prefix rule would allow `git -c core.sshCommand=... fetch` too.
+            return f"bash({escape_star(command)})"
         count = 1
         if len(words) > 1 and words[0] in _SUBCOMMAND_PROGRAMS and not words[1].startswith("-"):
             count = 2

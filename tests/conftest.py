@@ -97,3 +97,22 @@ def la_env(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) 
     yield environment
     # Never leave a server behind, whatever the test did.
     environment.run("server", "stop", timeout=60)
+
+
+@pytest.fixture(params=["bubblewrap", "landlock"])
+def sandbox_layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test under each layer of the bash sandbox: bubblewrap where this machine has it
+    (`.ci/run` installs it), and Landlock with bubblewrap kept out."""
+    from tools import sandbox
+
+    layer = str(request.param)
+    if layer == "bubblewrap":
+        program, why_not = sandbox.bubblewrap_status()
+        if program is None:
+            pytest.skip(f"bubblewrap does not work here: {why_not}")
+    else:
+        if not sandbox.landlock_support().available:
+            pytest.skip(f"no Landlock here: {sandbox.landlock_support().reason}")
+        monkeypatch.setattr(sandbox, "bubblewrap_status", lambda: (None, "kept out by the test"))
+        monkeypatch.setenv("LOCALAGENT_SANDBOX_LAYER", "landlock")  # for agents this test starts
+    return layer

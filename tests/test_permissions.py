@@ -226,7 +226,8 @@ def test_allow_always_adds_a_rule() -> None:
     [
         ("bash", "pytest -q tests", "bash(pytest*)"),
         ("bash", "git commit -m 'x'", "bash(git commit*)"),
-        ("bash", "git --no-pager log", "bash(git*)"),
+        ("bash", "git --no-pager log", "bash(git --no-pager log)"),
+        ("bash", "git -c core.pager=x status", "bash(git -c core.pager=x status)"),
         ("bash", "python -m pytest -q", "bash(python -m pytest*)"),
         ("bash", "ls", "bash(ls*)"),
         ("bash", "cd a && make", "bash(cd a && make)"),

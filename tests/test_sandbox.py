@@ -1,4 +1,5 @@
-"""The bash sandbox against the real kernel: Landlock rules, the process boundary, the secret filter."""
+"""The bash sandbox's Landlock layer against the real kernel: Landlock rules, the process boundary,
+the seccomp filter, the secret filter."""
 
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ needs_pid_namespace = pytest.mark.skipif(
     sandbox.pid_namespace_prefix() is None, reason="unprivileged user and PID namespaces are refused here"
 )
 NO_LANDLOCK = LandlockSupport(0, "simulated: this kernel has no Landlock")
+
+
+@pytest.fixture(autouse=True)
+def landlock_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file tests the Landlock layer (and what is left without it): bubblewrap is kept out.
+    tests/test_sandbox_boundary.py runs the attacks under both layers."""
+    monkeypatch.setattr(sandbox, "bubblewrap_status", lambda: (None, "kept out by the test"))
 
 
 def make_ctx(tmp_path: Path, mode: str = "workspace-write", network: bool = False) -> ToolContext:
@@ -229,10 +237,11 @@ async def network_probe(tmp_path: Path, network: bool, port: int) -> tuple[dict,
 @needs_mptcp
 async def test_mptcp_and_io_uring_fail_with_network_off(tmp_path: Path, listening_port: int) -> None:
     probe, meta = await network_probe(tmp_path, False, listening_port)
-    assert probe["mptcp"] == errno.EPROTONOSUPPORT, probe
-    assert probe["high_bits"] == -errno.EPROTONOSUPPORT, probe
-    assert probe["x32"] in (None, -errno.EPROTONOSUPPORT, -errno.ENOSYS), probe
-    assert probe["i386"] in (None, -errno.EPROTONOSUPPORT), probe
+    # socket() is refused whatever its family and protocol: EACCES, by every system call table.
+    assert probe["mptcp"] == errno.EACCES, probe
+    assert probe["high_bits"] == -errno.EACCES, probe
+    assert probe["x32"] in (None, -errno.EACCES, -errno.ENOSYS), probe
+    assert probe["i386"] in (None, -errno.EACCES), probe
     assert probe["io_uring"] == -errno.ENOSYS, probe
     assert meta["network_blocked"] is True
 
@@ -303,7 +312,7 @@ print(json.dumps({"output": result.output, "metadata": result.metadata}))
 def run_as_agent(tmp_path: Path, mode: str, command: str, secret_env: dict[str, str], simulate: str = "") -> dict:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    env = {**os.environ, **secret_env}
+    env = {**os.environ, **secret_env, "LOCALAGENT_SANDBOX_LAYER": "landlock"}
     done = subprocess.run(
         [sys.executable, "-c", AGENT, mode, str(workspace), str(tmp_path / "scratch"), command, simulate],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
@@ -518,7 +527,14 @@ def test_ordinary_variables_pass_untouched() -> None:
 
 
 SYSTEM_NAMES = ("PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "USER",
-                "LOGNAME", "SHELL", "TMPDIR", "HOSTNAME", "XDG_RUNTIME_DIR")
+                "LOGNAME", "SHELL", "TMPDIR", "HOSTNAME", "XDG_CONFIG_HOME")
+
+
+@pytest.mark.parametrize("name", ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DOCKER_HOST"])
+def test_session_service_addresses_are_never_passed_even_when_allowed(name: str) -> None:
+    source = {name: "unix:path=/run/user/1000/bus", "PATH": "/usr/bin"}
+    assert filtered_environment(set(), source) == {"PATH": "/usr/bin"}
+    assert filtered_environment({name}, source) == {"PATH": "/usr/bin"}
 
 
 @pytest.mark.parametrize("kind", ["github", "github_in_url", "url_user_pass", "jwt"])
@@ -539,10 +555,12 @@ async def test_bash_commands_never_see_filtered_variables(tmp_path: Path, monkey
     monkeypatch.setenv("BUILD_NOTE", SECRET_VALUES["huggingface"])
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    monkeypatch.setenv("DEPLOY_TOKEN", "deploy-value-1")
     ctx = make_ctx(tmp_path)
-    ctx.env_allow = {"SSH_AUTH_SOCK"}
+    ctx.env_allow = {"SSH_AUTH_SOCK", "DEPLOY_TOKEN"}
     output, _ = await bash(ctx, "env")
     assert "pat-value-123" not in output
     assert SECRET_VALUES["huggingface"] not in output
     assert "TOKENIZERS_PARALLELISM=false" in output
-    assert "SSH_AUTH_SOCK=/tmp/agent.sock" in output
+    assert "DEPLOY_TOKEN=deploy-value-1" in output
+    assert "SSH_AUTH_SOCK" not in output  # an agent socket signs with the person's keys: never passed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 from pathlib import Path
 
@@ -14,10 +15,36 @@ from tools.output_truncation import MAX_OUTPUT_CHARS
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
+def ctx(tmp_path: Path, sandbox_layer: str) -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return ToolContext(workspace=workspace, scratch_dir=tmp_path / "scratch")
+
+
+def unique_seconds() -> str:
+    """A sleep length no other process has: its command line finds the process from outside,
+    whatever PID namespace the sandbox gave it (where `$!` names a PID only the command knows)."""
+    return f"{1000 + secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
+
+
+def host_pids(marker: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker.encode() in cmdline.read_bytes() and process_alive(int(cmdline.parent.name)):
+                found.append(int(cmdline.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def wait_until_gone(marker: str, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not host_pids(marker):
+            return True
+        time.sleep(0.05)
+    return not host_pids(marker)
 
 
 def process_alive(pid: int) -> bool:
@@ -76,33 +103,33 @@ async def test_no_output_is_said(ctx: ToolContext) -> None:
 
 
 async def test_timeout_kills_whole_process_group(ctx: ToolContext) -> None:
-    pid_file = ctx.workspace / "child.pid"
+    marker = unique_seconds()
     started = time.monotonic()
-    result = await BashTool().run({"command": f"sleep 100 & echo $! > {pid_file}; sleep 100", "timeout": 0.5}, ctx)
+    result = await BashTool().run({"command": f"sleep {marker} & sleep 100", "timeout": 0.5}, ctx)
     assert time.monotonic() - started < 10
     assert result.is_error
     assert result.metadata["timed_out"] is True
     assert "timed out after 0.5 s" in result.output
-    child = int(pid_file.read_text())
-    assert wait_until_dead(child), "background child survived the timeout"
+    assert wait_until_gone(marker), "background child survived the timeout"
 
 
 async def test_timeout_kills_children_that_ignore_sigterm(ctx: ToolContext) -> None:
-    pid_file = ctx.workspace / "child.pid"
-    command = f"(trap '' TERM; sleep 100) & echo $! > {pid_file}; wait"
+    marker = unique_seconds()
+    command = f"(trap '' TERM; sleep {marker}) & wait"
     result = await BashTool().run({"command": command, "timeout": 0.5}, ctx)
     assert result.metadata["timed_out"]
-    assert wait_until_dead(int(pid_file.read_text()))
+    assert wait_until_gone(marker)
 
 
 async def test_background_job_holding_output_does_not_block(ctx: ToolContext) -> None:
-    pid_file = ctx.workspace / "bg.pid"
+    marker = unique_seconds()
     started = time.monotonic()
-    result = await BashTool().run({"command": f"echo hi; sleep 30 & echo $! > {pid_file}"}, ctx)
+    result = await BashTool().run({"command": f"echo hi; sleep {marker} &"}, ctx)
     assert time.monotonic() - started < 10
     assert "hi" in result.output
     assert result.metadata["exit_code"] == 0
-    os.kill(int(pid_file.read_text()), 9)
+    for pid in host_pids(marker):
+        os.kill(pid, 9)
 
 
 async def test_long_output_keeps_head_and_tail_and_saves_all(ctx: ToolContext) -> None:
@@ -157,14 +184,15 @@ async def test_env_allow_lets_a_named_variable_through(ctx: ToolContext, monkeyp
 
 async def test_cancellation_kills_the_process_group(ctx: ToolContext) -> None:
     pid_file = ctx.workspace / "child.pid"
+    marker = unique_seconds()
     task = asyncio.create_task(
-        BashTool().run({"command": f"sleep 100 & echo $! > {pid_file}; sleep 100"}, ctx)
+        BashTool().run({"command": f"sleep {marker} & echo $! > {pid_file}; sleep 100"}, ctx)
     )
     await wait_for_file(pid_file)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert wait_until_dead(int(pid_file.read_text())), "child survived cancellation"
+    assert wait_until_gone(marker), "child survived cancellation"
 
 
 async def test_cancelled_while_bash_is_starting_kills_what_it_already_started(
@@ -183,9 +211,9 @@ async def test_cancelled_while_bash_is_starting_kills_what_it_already_started(
 
     monkeypatch.setattr(loop, "connect_read_pipe", held_until_released)
     pid_file = ctx.workspace / "child.pid"
-    task = asyncio.create_task(BashTool().run({"command": f"sleep 1000 & echo $! > {pid_file}; sleep 1000"}, ctx))
+    marker = unique_seconds()
+    task = asyncio.create_task(BashTool().run({"command": f"sleep {marker} & echo $! > {pid_file}; sleep 1000"}, ctx))
     await wait_for_file(pid_file)
-    job = int(pid_file.read_text())
     try:
         task.cancel()
         await asyncio.sleep(0.2)
@@ -193,10 +221,10 @@ async def test_cancelled_while_bash_is_starting_kills_what_it_already_started(
         done, _ = await asyncio.wait({task}, timeout=30)
         assert task in done, "the cancelled call waits for the background job to end"
         assert task.cancelled()
-        assert wait_until_dead(job), "the background job outlived the cancelled call"
+        assert wait_until_gone(marker), "the background job outlived the cancelled call"
     finally:
-        if process_alive(job):
-            os.kill(job, 9)
+        for pid in host_pids(marker):
+            os.kill(pid, 9)
 
 
 async def test_default_timeout_comes_from_context(ctx: ToolContext) -> None:

@@ -14,7 +14,7 @@ from tools.output_capture import OutputCapture
 from tools.output_truncation import MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, cut_middle
 from tools.process_group import TERMINATE_GRACE_SECONDS, signal_group, terminate_group
 from tools.safe_env import filtered_environment
-from tools.sandbox import Confinement, confine
+from tools.sandbox import PROTECTED, Confinement, ProtectedState, SandboxPolicy, confine
 
 # After the shell exits, background jobs may still hold the output pipe open; wait this
 # long for them before returning what has arrived.
@@ -49,9 +49,14 @@ class BashTool(Tool):
         "carry over). Long output is shortened to its head and tail and the full text is saved "
         "to a file whose path is given. The command and all its child processes are killed "
         "after `timeout` seconds (default 120, max 600). To leave a server running, redirect "
-        "its output: `cmd > server.log 2>&1 &`. Commands may run in a sandbox where writes "
-        "outside the workspace and temp directories, and network access, are denied. Prefer the "
-        "view, grep and glob tools for reading and searching files."
+        "its output: `cmd > server.log 2>&1 &` (in a sandbox with its own process namespace, "
+        "background jobs end with the command: start a server and use it in one command). Commands "
+        "may run in a sandbox where writes outside the workspace and temp directories, network "
+        "access, and changes to git's config and hooks, .gitmodules, the workspace's agent settings "
+        "and shell start-up files are denied. When a command needs what the sandbox denies (git "
+        "remote add, git config, the network), set `outside_sandbox` and say why in `reason`: the "
+        "user is asked to approve it. Prefer the view, grep and glob tools for reading and searching "
+        "files."
     )
     parameters = {
         "type": "object",
@@ -67,6 +72,15 @@ class BashTool(Tool):
                 "maximum": 600,
                 "description": "Seconds before the command is killed (default 120, max 600).",
             },
+            "outside_sandbox": {
+                "type": "boolean",
+                "description": "Run without the sandbox; always needs the user's approval. Only when "
+                "the command failed in the sandbox for a reason the sandbox gave.",
+            },
+            "reason": {
+                "type": "string",
+                "description": "With outside_sandbox: why the command needs it, shown to the user.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -81,8 +95,15 @@ class BashTool(Tool):
         timeout = min(float(args.get("timeout", ctx.bash_default_timeout)), ctx.bash_max_timeout)
         capture = OutputCapture(ctx.scratch_dir, "bash")
         loop = asyncio.get_running_loop()
+        policy = ctx.sandbox
+        if args.get("outside_sandbox") and policy.mode != "off":
+            if policy.mode == "read-only":
+                raise ToolError("read-only mode never runs a command outside the sandbox")
+            # Only after the person (or an allow rule) approved it: the policy asks in every mode.
+            policy = SandboxPolicy(mode="off", network=True)
+        protected = ProtectedState.read(ctx.workspace) if policy.mode != "off" else None
         try:
-            confinement = confine(ctx.sandbox, ctx.workspace, ctx.scratch_dir)
+            confinement = confine(policy, ctx.workspace, ctx.scratch_dir)
         except OSError as exc:
             capture.close(keep_spool=False)
             raise ToolError(f"could not set up the bash sandbox: {exc.strerror or exc}") from exc
@@ -98,6 +119,7 @@ class BashTool(Tool):
                 # Own session = own process group, so a timeout can kill every descendant.
                 start_new_session=True,
                 preexec_fn=confinement.preexec_fn,
+                pass_fds=confinement.pass_fds,
             ))
         except asyncio.CancelledError:
             capture.close(keep_spool=False)
@@ -133,7 +155,8 @@ class BashTool(Tool):
             transport.close()
 
         exit_code = transport.get_returncode()
-        return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement)
+        restored = protected.restore_changes() if protected is not None else []
+        return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement, restored)
 
 
 async def _started(
@@ -174,6 +197,7 @@ def _build_result(
     timeout: float,
     output_left_open: bool,
     confinement: Confinement,
+    restored: list[str],
 ) -> ToolResult:
     kept = bytes(capture.head) + bytes(capture.tail)
     text = kept.decode("utf-8", errors="replace")
@@ -201,6 +225,12 @@ def _build_result(
             "[background processes still hold the output open; their later output is discarded. "
             "Redirect background output to a file.]"
         )
+    if restored:
+        status_lines.append(
+            f"[the sandbox put back protected paths this command changed: {', '.join(restored)}. "
+            f"The sandbox never lets a command change {', '.join(PROTECTED)}; if this command needs "
+            "to, run it again with outside_sandbox and a reason, and the user decides]"
+        )
     if not body:
         body = "(no output)\n"
     elif not body.endswith("\n"):
@@ -208,13 +238,14 @@ def _build_result(
     output = body + "\n".join(status_lines)
     return ToolResult(
         output=output,
-        is_error=timed_out or exit_code != 0,
+        is_error=timed_out or exit_code != 0 or bool(restored),
         metadata={
             "command": command,
             "exit_code": exit_code,
             "timed_out": timed_out,
             "full_output_path": str(full_output_path) if full_output_path else None,
             "output_bytes": capture.total_bytes,
+            "protected_restored": restored,
             **confinement.metadata(),
         },
     )

@@ -20,13 +20,19 @@ ALWAYS_PASSED = frozenset({
     "HOSTNAME", "TZ", "TMPDIR", "TEMP", "TMP", "MAIL", "EDITOR", "VISUAL", "PAGER", "MANPATH", "INFOPATH",
     "DISPLAY", "WAYLAND_DISPLAY", "COLORTERM", "COLUMNS", "LINES", "LS_COLORS", "TERM_PROGRAM",
     "TERM_PROGRAM_VERSION", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "LD_LIBRARY_PATH", "PYTHONPATH",
-    "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_VISIBLE_DEVICES", "XDG_CONFIG_HOME",
     "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_DIRS", "XDG_CONFIG_DIRS",
     "XDG_CURRENT_DESKTOP", "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
-    "DESKTOP_SESSION", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
+    "DESKTOP_SESSION",
 })
 ALWAYS_PASSED_PREFIXES = ("LC_",)
-
+# Addresses of the person's session services: the session bus runs anything through
+# `systemd-run --user`, an agent socket signs with the person's keys. They are never passed, even
+# when named in env_allow, so that no configuration turns a sandboxed command into an escape.
+NEVER_PASSED = frozenset({
+    "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO",
+    "SESSION_MANAGER", "DOCKER_HOST",
+})
 # A name part equal to one of these marks a credential.
 SECRET_WORDS = frozenset({
     "KEY", "KEYS", "APIKEY", "SECRET", "SECRETS", "TOKEN", "TOKENS", "PASSWORD", "PASSWORDS", "PASSWD",
@@ -106,6 +112,8 @@ def secret_value(value: str) -> bool:
 
 def looks_secret(name: str, value: str = "") -> bool:
     """Whether a variable is withheld from commands, by its name or by its value."""
+    if name in NEVER_PASSED:
+        return True
     if always_passed(name):
         return False
     return secret_name(name) or secret_value(value)
@@ -114,4 +122,7 @@ def looks_secret(name: str, value: str = "") -> bool:
 def filtered_environment(allowed: set[str], source: Mapping[str, str] | None = None) -> dict[str, str]:
     """Copy of the environment minus credentials by name or value, except the names allowed."""
     env = os.environ if source is None else source
-    return {name: value for name, value in env.items() if name in allowed or not looks_secret(name, value)}
+    return {
+        name: value for name, value in env.items()
+        if name not in NEVER_PASSED and (name in allowed or not looks_secret(name, value))
+    }

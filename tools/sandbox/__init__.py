@@ -1,4 +1,8 @@
-"""An OS sandbox for the commands the model runs: Landlock, with a PID namespace as fallback.
+"""An OS sandbox for the commands the model runs: bubblewrap's namespaces where the machine has
+them, Landlock and seccomp where it does not, a PID namespace where neither works.
+
+Which layer is active is said by `sandbox_layer()` (and `localagent doctor`). The rest of this
+text is about the Landlock layer.
 
 A Landlock domain is also the boundary that keeps a command out of other processes: a sandboxed
 process may not ptrace, and so may not read /proc/PID/environ or /proc/PID/mem of, any process
@@ -23,6 +27,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tools.sandbox.bubblewrap import LAYER_VARIABLE, bubblewrap_argv, bubblewrap_status
 from tools.sandbox.child import capabilities_to_drop, landlock_preexec
 from tools.sandbox.landlock import (
     LandlockSupport,
@@ -38,10 +43,16 @@ from tools.sandbox.policy import (
     SandboxMode,
     SandboxPolicy,
 )
-from tools.sandbox.seccomp import network_filter, seccomp_reason
+from tools.sandbox.protected import PROTECTED, ProtectedState
+from tools.sandbox.seccomp import network_filter, program_bytes, seccomp_reason
 
 __all__ = [
+    "LAYER_VARIABLE",
+    "PROTECTED",
     "SANDBOX_MODES",
+    "ProtectedState",
+    "bubblewrap_status",
+    "sandbox_layer",
     "Confinement",
     "Isolation",
     "LandlockSupport",
@@ -57,17 +68,39 @@ __all__ = [
     "seccomp_reason",
 ]
 
-# The entry points below look up landlock_support, seccomp_reason and pid_namespace_prefix in this
-# module, so a test (or a caller) that replaces them here changes what every entry point sees.
+# The entry points below look up bubblewrap_status, landlock_support, seccomp_reason and
+# pid_namespace_prefix in this module, so a test (or a caller) that replaces them here changes what
+# every entry point sees.
+
+
+def sandbox_layer() -> tuple[Isolation, str]:
+    """The layer a sandboxed command runs under here, and why not a stronger one."""
+    program, why_not = bubblewrap_status()
+    if program is not None:
+        return "bubblewrap", ""
+    if landlock_support().available:
+        return "landlock", why_not
+    isolation = "pid-namespace" if pid_namespace_prefix() is not None else "none"
+    return isolation, f"{why_not}; {landlock_support().reason}"
+
+
+def _bubblewrap_serves(policy: SandboxPolicy) -> str | None:
+    if policy.mode == "off":
+        return None
+    if not policy.network and seccomp_reason():
+        return None  # without the filter a unix socket outside would stay open: Landlock says so
+    return bubblewrap_status()[0]
 
 
 def sandbox_available(policy: SandboxPolicy | None = None) -> bool:
-    """Whether the sandbox is enforced: Landlock works, and with `policy`, all it asks for."""
+    """Whether the sandbox is enforced: a layer works, and with `policy`, all it asks for."""
+    if policy is not None and _bubblewrap_serves(policy) is not None:
+        return True
     support = landlock_support()
     if not support.available:
         return policy is not None and policy.mode == "off"
     if policy is not None and _blocks_network(policy):
-        return support.abi >= 4 and not seccomp_reason()
+        return not seccomp_reason()
     return True
 
 
@@ -77,6 +110,8 @@ def _blocks_network(policy: SandboxPolicy) -> bool:
 
 def process_isolation() -> Isolation:
     """What keeps a command out of other processes' memory and environment."""
+    if bubblewrap_status()[0] is not None:
+        return "bubblewrap"
     if landlock_support().available:
         return "landlock"
     return "pid-namespace" if pid_namespace_prefix() is not None else "none"
@@ -84,14 +119,14 @@ def process_isolation() -> Isolation:
 
 def sandbox_note(policy: SandboxPolicy) -> str | None:
     """One line for a front end to print once, when commands run less confined than asked."""
+    if policy.mode != "off" and _bubblewrap_serves(policy) is not None:
+        return None
     support = landlock_support()
     if support.available:
         if policy.mode == "off":
             return "bash sandbox off: commands may write anywhere and use the network"
-        if not policy.network and support.abi < 4:
-            return f"bash sandbox: network is not restricted (Landlock ABI {support.abi}; TCP rules need Linux 6.7+)"
         if not policy.network and seccomp_reason():
-            return f"bash sandbox: network is not fully restricted (MPTCP stays open: {seccomp_reason()})"
+            return f"bash sandbox: network is not restricted (no seccomp filter: {seccomp_reason()})"
         return None
     isolation = process_isolation()
     if isolation == "pid-namespace":
@@ -108,10 +143,27 @@ def confine(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) -> Confin
 
     Raises OSError when Landlock is there but the ruleset cannot be built (fails closed).
     """
+    program = _bubblewrap_serves(policy)
+    if program is not None:
+        seccomp_fd = None
+        if not policy.network:
+            seccomp_fd = os.memfd_create("localagent-seccomp", 0)
+            os.write(seccomp_fd, program_bytes(network_filter()))
+            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+        prefix = bubblewrap_argv(program, policy, workspace, scratch_dir, seccomp_fd)
+        return Confinement(
+            policy=policy,
+            isolation="bubblewrap",
+            sandboxed=True,
+            network_blocked=not policy.network,
+            prefix=tuple(prefix),
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
     support = landlock_support()
     if support.available:
-        # TCP rules alone leave MPTCP open, so the network counts as blocked only with the filter.
-        seccomp = network_filter() if _blocks_network(policy) and support.abi >= 4 and not seccomp_reason() else None
+        # Landlock's TCP rules miss fast open, listen(), UDP and unix sockets: the network counts as
+        # blocked only with the filter, which refuses socket() whatever Landlock's ABI.
+        seccomp = network_filter() if _blocks_network(policy) and not seccomp_reason() else None
         fd = build_ruleset(policy, workspace, scratch_dir, support.abi)
         try:
             preexec = landlock_preexec(fd, capabilities_to_drop(policy), seccomp)

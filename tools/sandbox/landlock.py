@@ -208,16 +208,13 @@ def _workspace_devices() -> Iterator[str]:
     yield from (f"/dev/{name}" for name in names if name.startswith("nvidia") and name[6:].isdigit())
 
 
-def _scopes(policy: SandboxPolicy, abi: int) -> int:
+def _scopes(abi: int) -> int:
     if abi < 6:
         return 0
     # Abstract unix sockets reach processes outside the sandbox (an X server takes keystrokes).
-    scoped = SCOPE_ABSTRACT_UNIX_SOCKET
-    if policy.mode == "read-only":
-        # Changing nothing includes not signalling other processes. Not in workspace-write, where a
-        # command must be able to stop a server that an earlier command left running.
-        scoped |= SCOPE_SIGNAL
-    return scoped
+    # Signals reach only the command's own processes, in every mode: `kill -STOP $PPID` would
+    # freeze the agent, and `kill` any other process of the person's.
+    return SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
 
 
 def build_ruleset(policy: SandboxPolicy, workspace: Path, scratch_dir: Path, abi: int) -> int:
@@ -225,12 +222,12 @@ def build_ruleset(policy: SandboxPolicy, workspace: Path, scratch_dir: Path, abi
         # A domain that restricts as little as possible, for the process boundary alone: a scope
         # (ABI 6) leaves mounts working; before that, denying only block-device creation does.
         if abi >= 6:
-            return _create_ruleset(abi, 0, 0, SCOPE_ABSTRACT_UNIX_SOCKET)
+            return _create_ruleset(abi, 0, 0, _scopes(abi))
         return _create_ruleset(abi, FS_MAKE_BLOCK, 0, 0)
 
     handled = fs_rights(abi)
     net = 0 if policy.network or abi < 4 else NET_BIND_TCP | NET_CONNECT_TCP
-    fd = _create_ruleset(abi, handled, net, _scopes(policy, abi))
+    fd = _create_ruleset(abi, handled, net, _scopes(abi))
     try:
         _add_path_rule(fd, "/", _READ_RIGHTS, handled)
         device_rights = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE

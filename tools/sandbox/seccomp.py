@@ -1,9 +1,14 @@
-"""A seccomp filter for what Landlock's TCP rules miss: Multipath TCP sockets and io_uring.
+"""The seccomp filter of a command run with the network off: no socket() at all, no io_uring.
 
-With the network off, Landlock's TCP rules leave out Multipath TCP (IPPROTO_MPTCP), which falls
-back to plain TCP and so reaches any TCP listener. This filter closes that: socket() with that
-protocol fails, and so does io_uring_setup, since IORING_OP_SOCKET creates sockets where seccomp
-cannot see the protocol. It is written in classic BPF and assembled here, once per process.
+Landlock sees only connect() and bind() on TCP; a socket still reaches a listener through
+sendto()/sendmsg() with MSG_FASTOPEN, opens a port with listen() on an unbound socket, speaks UDP,
+and connects to any named unix socket the command can see (a desktop's session bus, docker.sock,
+an ssh or gpg agent). So with the network off, as Codex and Claude Code do on Linux, socket() fails
+for every family (EACCES: "Permission denied"). socketpair() stays: pipes between a program's own
+processes (asyncio, subprocess, multiprocessing's fork and spawn) need it and reach no one else.
+io_uring_setup fails too, since IORING_OP_SOCKET creates sockets where seccomp cannot see them.
+The filter is written in classic BPF and assembled here, once per process; under bubblewrap the
+same program is handed to bwrap (`--seccomp`), which installs it after setting up the namespaces.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_ERRNO = 0x00050000
-_IPPROTO_MPTCP = 262
 _SYS_SOCKET = 1  # socketcall's first argument when it stands for socket()
 _X32_SYSCALL_BIT = 0x40000000
 _AUDIT_ARCH_X86_64 = 0xC000003E
@@ -59,11 +63,9 @@ class _ArchRules:
 
 
 def _network_denials(socket_nr: int) -> tuple[_Denial, ...]:
-    # EPROTONOSUPPORT is what a kernel without MPTCP says, so programs that try MPTCP first fall
-    # back to TCP, which Landlock then decides on. ENOSYS makes io_uring users fall back to
-    # plain system calls; both numbers below are the same in every table (unified numbering).
-    return (_Denial(socket_nr, errno.EPROTONOSUPPORT, arg=2, value=_IPPROTO_MPTCP),
-            _Denial(425, errno.ENOSYS))  # io_uring_setup
+    # ENOSYS makes io_uring users fall back to plain system calls; its number is the same in
+    # every table (unified numbering).
+    return (_Denial(socket_nr, errno.EACCES), _Denial(425, errno.ENOSYS))  # io_uring_setup
 
 
 # Every system call table a process of this machine can reach. A 64-bit x86 process can also make
@@ -71,8 +73,7 @@ def _network_denials(socket_nr: int) -> tuple[_Denial, ...]:
 _NETWORK_RULES: dict[str, tuple[_ArchRules, ...]] = {
     "x86_64": (
         _ArchRules(_AUDIT_ARCH_X86_64, _network_denials(41), nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF),
-        # i386 socketcall hides socket()'s protocol in memory a filter cannot read, so with the
-        # network off it creates no sockets at all: only 32-bit programs notice.
+        # i386 socketcall: its first argument says which call it stands for.
         _ArchRules(_AUDIT_ARCH_I386, (*_network_denials(359), _Denial(102, errno.EACCES, arg=0, value=_SYS_SOCKET))),
     ),
     "aarch64": (
@@ -151,6 +152,11 @@ def _assemble(source: Sequence[_Insn | str]) -> list[tuple[int, int, int, int]]:
         return target if isinstance(target, int) else labels[target] - at - 1
 
     return [(code, offset(jt, at), offset(jf, at), k) for at, (code, jt, jf, k) in enumerate(insns)]
+
+
+def program_bytes(program: SeccompProgram) -> bytes:
+    """The filter as bwrap's `--seccomp FD` reads it: the struct sock_filter array, raw."""
+    return ctypes.string_at(ctypes.addressof(program.instructions), ctypes.sizeof(program.instructions))
 
 
 @functools.cache

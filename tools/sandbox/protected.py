@@ -1,0 +1,172 @@
+"""Paths of the workspace that no sandboxed command may change, and the check that restores them.
+
+Each of these makes something run later, outside the sandbox or with the person's trust: git's
+config and hooks (`core.fsmonitor`, `core.worktree`, a pre-commit hook), `.gitmodules`, the
+workspace's localagent and MCP settings, Claude Code's settings, shell start-up files and direnv's
+`.envrc`. Objects, refs and the index are not here, so `git add` and `git commit` keep working.
+
+Under bubblewrap the ones that exist are mounted read-only; Landlock cannot exempt a file beneath a
+writable folder. So, under every layer, the paths are also read before each command and compared
+after it: what changed is put back and the command's result says so. The check also catches a
+protected path the command created (it did not exist, so nothing could be mounted over it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+PROTECTED_FILES = (
+    ".git/config", ".gitmodules", ".localagent.toml", ".mcp.json", ".envrc",
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+)  # fmt: skip
+PROTECTED_DIRS = (".git/hooks", ".git/info", ".claude")
+PROTECTED = PROTECTED_FILES + PROTECTED_DIRS
+# A protected folder larger than this is not read whole before every command; its top level still is.
+_MAX_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: str  # "file", "link" or "dir"
+    data: bytes = b""  # file bytes, or a link's target
+    mode: int = 0
+
+
+def _read(path: Path, budget: list[int]) -> _Entry | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return _Entry("link", os.fsencode(os.readlink(path)))
+    if stat.S_ISDIR(info.st_mode):
+        return _Entry("dir", mode=stat.S_IMODE(info.st_mode))
+    if not stat.S_ISREG(info.st_mode) or info.st_size > budget[0]:
+        return _Entry("other", mode=stat.S_IMODE(info.st_mode))
+    budget[0] -= info.st_size
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return _Entry("other")
+    with os.fdopen(fd, "rb") as handle:
+        return _Entry("file", handle.read(), stat.S_IMODE(info.st_mode))
+
+
+@dataclass(frozen=True)
+class ProtectedState:
+    """The protected paths of one workspace as they were before a command."""
+
+    workspace: Path
+    entries: dict[str, _Entry]
+
+    @classmethod
+    def read(cls, workspace: Path) -> ProtectedState:
+        entries: dict[str, _Entry] = {}
+        budget = [_MAX_BYTES]
+        for relative in PROTECTED:
+            _collect(workspace, relative, entries, budget)
+        return cls(workspace, entries)
+
+    def restore_changes(self) -> list[str]:
+        """Put back what changed since `read`; the paths that changed (or could not be restored)."""
+        now = ProtectedState.read(self.workspace)
+        changed = sorted(set(self.entries) ^ set(now.entries) | {
+            path for path, entry in self.entries.items() if now.entries.get(path) not in (None, entry)
+        })
+        if not changed:
+            return []
+        reported: list[str] = []
+        # Deepest first for removals, shallowest first for writes.
+        for relative in sorted(changed, key=lambda p: -p.count("/")):
+            if relative not in self.entries:
+                reported.append(relative + self._remove(relative))
+        for relative in sorted(changed, key=lambda p: p.count("/")):
+            if relative in self.entries:
+                reported.append(relative + self._put_back(relative, self.entries[relative]))
+        return _top_level(reported)
+
+    def _inside(self, relative: str) -> Path | None:
+        """The path to change, when its folder still resolves inside the workspace."""
+        path = self.workspace / relative
+        parent = Path(os.path.realpath(path.parent))
+        return path if parent.is_relative_to(self.workspace.resolve()) else None
+
+    def _remove(self, relative: str) -> str:
+        path = self._inside(relative)
+        if path is None:
+            return " (not removed: its folder now leads out of the workspace)"
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            return f" (not removed: {exc.strerror})"
+        return ""
+
+    def _put_back(self, relative: str, entry: _Entry) -> str:
+        path = self._inside(relative)
+        if path is None:
+            return " (not restored: its folder now leads out of the workspace)"
+        try:
+            if os.path.lexists(path) and (path.is_symlink() or not path.is_dir() or entry.kind != "dir"):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            if entry.kind == "dir":
+                path.mkdir(mode=entry.mode or 0o755, exist_ok=True)
+                os.chmod(path, entry.mode or 0o755)
+            elif entry.kind == "link":
+                os.symlink(os.fsdecode(entry.data), path)
+            elif entry.kind == "file":
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, entry.mode or 0o644)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(entry.data)
+                os.chmod(path, entry.mode or 0o644)
+            else:
+                return " (not restored: not a regular file)"
+        except OSError as exc:
+            return f" (not restored: {exc.strerror})"
+        return ""
+
+
+def _collect(workspace: Path, relative: str, entries: dict[str, _Entry], budget: list[int]) -> None:
+    entry = _read(workspace / relative, budget)
+    if entry is None:
+        return
+    entries[relative] = entry
+    if entry.kind != "dir":
+        return
+    try:
+        names = sorted(os.listdir(workspace / relative))
+    except OSError:
+        return
+    for name in names:
+        _collect(workspace, f"{relative}/{name}", entries, budget)
+
+
+def _top_level(paths: list[str]) -> list[str]:
+    """One line per protected path: `.git/hooks` for any change beneath it."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        root = next((p for p in PROTECTED if path == p or path.startswith(p + "/")), path)
+        note = path[len(path.split(" (", 1)[0]):]
+        if root not in seen or note:
+            seen[root] = root + note
+    return list(seen.values())
+
+
+def existing_protected(workspace: Path) -> list[Path]:
+    """The protected paths present now (what bubblewrap mounts read-only)."""
+    found = []
+    for relative in PROTECTED:
+        path = workspace / relative
+        if os.path.lexists(path) and not path.is_symlink():
+            found.append(path)
+    return found
