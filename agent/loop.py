@@ -241,7 +241,7 @@ class Agent:
         requested = "off" if current.mode == "off" else None
         # An unsandboxed full-auto has the network; leaving it must not carry that over.
         network = current.network and current.mode != "off"
-        self.tool_ctx.sandbox = sandbox_for(mode, requested, network=network)
+        self.tool_ctx.sandbox = sandbox_for(mode, requested, network=network, hidden=current.hidden)
         self.policy = self.policy.with_mode(mode, bash_sandboxed=sandbox_available(self.tool_ctx.sandbox))
 
     # -- requests ----------------------------------------------------------------------------

@@ -145,6 +145,10 @@ class PermissionPolicy:
         sandboxed = self.mode is PermissionMode.READ_ONLY and tool_name == BASH_TOOL and self.bash_sandboxed
         if self.mode is PermissionMode.READ_ONLY and not reads_only and not sandboxed:
             return made("deny", f"read-only mode: {tool_name} is not allowed")
+        if call.tool_name in FILE_EDIT_TOOLS and call.path is not None and call.path.resolved is None \
+                and call.path.root is not None:
+            # The tool refuses it too; asking the person first would only ask about nothing.
+            return made("deny", f"{call.path.written} is outside the workspace; file tools write only inside it")
         guarded = _guarded_write(call, self.mode_hint) if self.mode is not PermissionMode.FULL_AUTO else None
         if guarded is not None:
             return made(guarded.action, guarded.reason, remedy=guarded.remedy)

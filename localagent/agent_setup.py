@@ -198,7 +198,9 @@ def permission_policy(ctx: AppContext, options: AgentOptions) -> tuple[Permissio
     rules = PermissionRules.from_config(configured, tool_names=[tool.name for tool in options.extra_tools])
     if options.sandbox == "off" and mode != "full-auto":
         raise UsageError("--sandbox off goes with --mode full-auto; other modes always run bash sandboxed")
-    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network)
+    # The person's sessions, config (an API key) and logs are no command's business.
+    hidden = (ctx.paths.data, ctx.paths.config, ctx.paths.state)
+    sandbox = sandbox_for(mode, options.sandbox, network=settings.sandbox_network, hidden=hidden)
     policy = PermissionPolicy(mode, rules, bash_sandboxed=sandbox_available(sandbox), mode_hint=options.mode_hint)
     return policy, sandbox
 

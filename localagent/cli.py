@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"localagent {package_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from localagent import config_commands, mcp_commands, run_command, server_commands
+    from localagent import config_commands, doctor_command, mcp_commands, run_command, server_commands
     from localagent.acp import command as acp_command
     from localagent.bench import command as bench_command
     from localagent.tui_command import add_tui_arguments
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.register(commands)
     bench_command.register(commands)
     acp_command.register(commands)
+    doctor_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
 

@@ -5,6 +5,7 @@ variables; later sources override earlier ones."""
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,16 +118,26 @@ def load_settings(
     merged: dict[str, Any] = dict(user_data)
     if workspace is not None:
         path = project_file(workspace)
-        text = _read_text(path)
-        if text is not None:
-            data = _parse_toml(path, text)
+        try:
+            text = _read_workspace_text(path)
+            data = _parse_toml(path, text) if text is not None else None
+        except ConfigError as exc:
+            # A stranger's file cannot stop the agent from starting: it is ignored, and said so.
+            text, data = None, None
+            notices.append(f"ignored {path.name}: {exc}")
+        if text is not None and data is not None:
             approved = approvals is not None and approvals.decision(workspace, file_digest(text), "config")
             if approved:
                 merged = deep_merge(merged, data)
             else:
                 layer = narrow_workspace_layer(user_data, data)
-                merged = deep_merge(merged, layer.applied)
-                notices += layer.notices(path.name)
+                candidate = deep_merge(merged, layer.applied)
+                problem = _invalid(candidate, [*layers, (path, data)])
+                if problem is not None and _invalid(merged, layers) is None:
+                    notices.append(f"ignored {path.name}: {problem}")
+                else:
+                    merged = candidate
+                    notices += layer.notices(path.name)
             layers.append((path, data))
     try:
         return LoadedSettings(Settings(**merged), notices)
@@ -135,6 +146,36 @@ def load_settings(
     except SettingsError as exc:
         # A LOCALAGENT_* value that should be JSON (a list or table) and is not.
         raise ConfigError(f"{_env_culprit()}: {exc}; give a JSON value, e.g. '[\"bash(git *)\"]'") from None
+
+
+def _invalid(merged: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> str | None:
+    """Why these settings do not validate, in one line; None when they do."""
+    try:
+        Settings(**merged)
+    except ValidationError as exc:
+        return _describe(exc, layers)
+    except SettingsError:
+        return None  # the environment's fault, reported by the caller
+    return None
+
+
+def _read_workspace_text(path: Path) -> str | None:
+    """The workspace file's text, read without following it into a FIFO or a device: a
+    repository's file could otherwise hang every start."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ConfigError(f"{path}: not a regular file")
+        raw = handle.read(1 << 20)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; fix the file") from None
 
 
 def project_file(workspace: Path) -> Path:

@@ -16,6 +16,7 @@ from localagent.console import out
 from localagent.context import AppContext, approval_store
 from localagent.errors import UsageError
 from localagent.workspace_trust import content_digest, narrow_workspace_layer
+from tools.terminal_text import one_line_safe
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -41,14 +42,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
     if before is None:
         out.print(f"{path} says:", soft_wrap=True, markup=False)
         for line in text.splitlines():
-            out.print(f"  {line}", soft_wrap=True, markup=False)
+            out.print(f"  {one_line_safe(line)}", soft_wrap=True, markup=False)
     else:
         out.print(f"{path} changed since you approved it:", soft_wrap=True, markup=False)
         diff = difflib.unified_diff(
             before.splitlines(), text.splitlines(), "approved", "now", lineterm="", n=2
         )
         for line in diff:
-            out.print(f"  {line}", soft_wrap=True, markup=False)
+            out.print(f"  {one_line_safe(line)}", soft_wrap=True, markup=False)
     try:
         widening = narrow_workspace_layer({}, tomllib.loads(text)).ignored
     except tomllib.TOMLDecodeError as exc:

@@ -26,6 +26,7 @@ from agent.loop import Agent
 from agent.request_totals import RequestTotals
 from localagent.run_summary import EXIT_CODES, RunSummary, stop_message
 from localagent.stream_json import ClaudeStream, SessionInfo
+from tools.terminal_text import terminal_safe
 
 __all__ = ["EXIT_CODES", "HeadlessRunner", "OutputFormat", "RunSummary", "mode_hint", "stop_message"]
 
@@ -137,7 +138,8 @@ class HeadlessRunner:
 
     def _progress(self, line: str) -> None:
         if self.output != "stream-json":
-            self.stderr.write(line + "\n")
+            # Tool summaries, notices and errors carry the model's and the tools' words.
+            self.stderr.write(terminal_safe(line) + "\n")
             self.stderr.flush()
 
     def _finish(self) -> None:
@@ -146,7 +148,7 @@ class HeadlessRunner:
             self.claude.finish(s)
         else:
             if s.final_text:
-                self.stdout.write(s.final_text.rstrip() + "\n")
+                self.stdout.write(terminal_safe(s.final_text.rstrip()) + "\n")
             speed = f", {s.tokens_per_second:.1f} tok/s" if s.tokens_per_second else ""
             drafts = f", draft acceptance {s.acceptance:.0%}" if s.acceptance is not None else ""
             self._progress(f"[{s.status}] {s.steps} steps, {s.tool_calls} tool calls{speed}{drafts}")

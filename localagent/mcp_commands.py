@@ -20,6 +20,7 @@ from localagent.context import AppContext
 from localagent.errors import UsageError
 from tools.mcp import PROJECT_FILE, McpManager, McpSources, load_configs, prepare_mcp
 from tools.mcp.approvals import ApprovalRequest, fingerprint
+from tools.terminal_text import one_line_safe
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -77,7 +78,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         detail = row["error"] or row["target"]
         tools = "-" if row["tool_count"] is None else str(row["tool_count"])
-        table.add_row(*(escape(v) for v in (row["name"], row["source"], row["transport"], row["state"], tools, detail)))
+        table.add_row(*(escape(one_line_safe(str(v))) for v in (row["name"], row["source"], row["transport"], row["state"], tools, detail)))
     out.print(table)
     return 0
 
@@ -100,7 +101,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     request = ApprovalRequest(ctx.workspace, sources.project_file, tuple(servers), fingerprint(project.raw_servers))
     out.print(f"{sources.project_file} starts these MCP servers:", soft_wrap=True, markup=False)
     for line in request.lines():
-        out.print(f"  {line}", soft_wrap=True, markup=False)
+        out.print(f"  {one_line_safe(line)}", soft_wrap=True, markup=False)
     approved = approval_answer(args, "Start them whenever localagent runs here?")
     sources.approvals.remember(ctx.workspace, request.fingerprint, approved)
     out.print("approved" if approved else "not approved; they will be skipped")
@@ -173,7 +174,7 @@ async def _tools(ctx: AppContext, sources: McpSources, args: argparse.Namespace)
     else:
         for tool in listing:
             summary = str(tool["description"]).strip().splitlines()[0] if tool["description"] else ""
-            out.print(f"{tool['name']}  {summary}", soft_wrap=True, markup=False, highlight=False)
+            out.print(one_line_safe(f"{tool['name']}  {summary}"), soft_wrap=True, markup=False, highlight=False)
         if not listing and not failed:
             out.print("no MCP tools")
     return 1 if failed and args.server is not None else 0

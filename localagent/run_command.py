@@ -26,6 +26,7 @@ from localagent.headless import HeadlessRunner, mode_hint
 from localagent.stream_json import MCP_STATUS, SessionInfo, failure_result, json_line
 from localagent.task_input import read_task
 from server.errors import ServerError
+from tools.terminal_text import one_line_safe
 
 # What the CLI reports as one line with an exit code (see localagent.cli.run_handler).
 STARTUP_FAILURES = (LocalAgentError, AgentError, ServerError)
@@ -171,9 +172,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             summary.session_id,
             summary.updated.astimezone().strftime("%Y-%m-%d %H:%M"),
             str(summary.turns),
-            (summary.first_user_message or "").splitlines()[0][:60] if summary.first_user_message else "",
+            one_line_safe((summary.first_user_message or "").splitlines()[0][:60]) if summary.first_user_message else "",
         ]
-        table.add_row(*row, *([summary.workspace] if args.all else []))
+        table.add_row(*row, *([one_line_safe(summary.workspace)] if args.all else []))
     out.print(table)
     return 0
 
@@ -191,5 +192,5 @@ def cmd_undo(args: argparse.Namespace) -> int:
     if restored is None:
         out.print("nothing to undo in this session")
         return 0
-    out.print(f"restored the workspace to {restored.label}")
+    out.print(f"restored the workspace to {one_line_safe(restored.label)}", markup=False)
     return 0

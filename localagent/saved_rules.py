@@ -278,7 +278,9 @@ class ConfigRuleStore:
         return cls(user_config_file(paths), project_config_file(workspace), approval_store(paths))
 
     def rule_targets(self) -> list[tuple[str, Path]]:
-        return [("user config", self.user_file), ("project config", self.project_file)]
+        # The label says where the rule holds, as the dialog shows it.
+        return [("user config, in every repository", self.user_file),
+                ("project config, in this repository only", self.project_file)]
 
     def preview_rule(self, rule: str, target: Path) -> str:
         return preview_saved_rule(rule, target)

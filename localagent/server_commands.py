@@ -19,6 +19,7 @@ from server.build import BuildRequest, smoke_records_dir
 from server.manager import ServerHandle
 from server.profiles import DEFAULT_PROFILE
 from server.smoke import SmokeRecords, smoke_test_sync
+from tools.terminal_text import terminal_safe
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -266,14 +267,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
     with path.open("r", errors="replace") as handle:
         lines = handle.readlines()
         for line in lines[-args.lines:]:
-            out.out(line.rstrip("\n"), highlight=False)
+            out.out(terminal_safe(line.rstrip("\n")), highlight=False)
         if not args.follow:
             return 0
         try:
             while True:
                 line = handle.readline()
                 if line:
-                    out.out(line.rstrip("\n"), highlight=False)
+                    out.out(terminal_safe(line.rstrip("\n")), highlight=False)
                 else:
                     time.sleep(0.25)
         except KeyboardInterrupt:

@@ -82,10 +82,14 @@ def test_allow_rule_looks_only_at_where_the_path_lands(workspace: Path) -> None:
     assert file_call(p, "edit", "alias/key.txt", workspace) == "allow"
 
 
-def test_a_path_that_resolves_outside_is_never_allowed_by_a_rule(workspace: Path) -> None:
-    p = policy("ask", allow=["edit(**)", "edit(out/**)", "create(*.txt)"])
-    assert file_call(p, "edit", "out/x.txt", workspace) == "ask"
-    assert file_call(p, "create", "out/new.txt", workspace) == "ask"
+@pytest.mark.parametrize("mode", ["ask", "auto-edit", "full-auto"])
+def test_a_path_that_resolves_outside_is_refused_before_anyone_is_asked(workspace: Path, mode: str) -> None:
+    # The tool would refuse it anyway: asking the person (the TUI's dialog, an editor over ACP)
+    # about an edit that cannot happen only teaches them to click yes.
+    p = policy(mode, allow=["edit(**)", "edit(out/**)", "create(*.txt)"])
+    assert file_call(p, "edit", "out/x.txt", workspace) == "deny"
+    assert file_call(p, "create", "out/new.txt", workspace) == "deny"
+    assert file_call(p, "create", "/etc/cron.d/x", workspace) == "deny"
     assert file_call(p, "edit", "src/a.py", workspace) == "allow"
 
 

@@ -145,3 +145,22 @@ def test_init_prompt_creates_or_improves(tmp_path: Path) -> None:
 def test_save_keys_take_a_free_first_letter_or_a_digit() -> None:
     assert save_keys(["user config", "project config"]) == ["u", "p"]
     assert save_keys(["all", "user", "users"]) == ["4", "u", "6"]
+
+
+async def test_a_fifo_mentioned_or_swapped_in_never_blocks(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os.mkfifo(workspace / "pipe")
+    expansion = await attachments.expand("look at @pipe", workspace)
+    assert expansion.files == [] and expansion.refused == []
+    # Swapped in after the check: the one O_NONBLOCK | O_NOFOLLOW open that reads it refuses it.
+    (workspace / "notes.txt").write_text("x\n")
+    checked = attachments._resolve
+
+    def swapped(raw: str, root: Path) -> Path | None:
+        found = checked(raw, root)
+        (workspace / "notes.txt").unlink()
+        os.mkfifo(workspace / "notes.txt")
+        return found
+
+    monkeypatch.setattr(attachments, "_resolve", swapped)
+    expansion = await attachments.expand("@notes.txt", workspace)
+    assert expansion.files == [] and len(expansion.refused) == 1

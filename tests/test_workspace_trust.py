@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,28 @@ def test_a_user_rule_repeated_by_the_workspace_is_not_dropped(tmp_path: Path):
     (workspace / ".localagent.toml").write_text('[agent.permissions]\ndeny = ["Reed"]\n')
     loaded = load_settings(user, workspace, store)
     assert loaded.settings.agent.permissions.deny == ["Reed"] and loaded.notices == []
+
+
+@pytest.mark.parametrize(
+    "content", [b"this is [ not toml\n", b'[agent]\nmax_steps = "lots"\n', b"[agent]\nmode = 5\n", b"\xff\xfe[x]\n"]
+)
+def test_an_unapproved_workspace_file_with_bad_content_is_ignored_with_a_notice(tmp_path: Path, content: bytes) -> None:
+    from localagent.config import load_settings
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".localagent.toml").write_bytes(content)
+    (tmp_path / "user.toml").write_text("[agent]\nmax_steps = 9\n")
+    loaded = load_settings(tmp_path / "user.toml", workspace)
+    assert loaded.settings.agent.max_steps == 9
+    assert len(loaded.notices) == 1 and "ignored" in loaded.notices[0] and ".localagent.toml" in loaded.notices[0]
+
+
+def test_a_fifo_in_place_of_the_workspace_file_does_not_hang_the_start(tmp_path: Path) -> None:
+    from localagent.config import load_settings
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.mkfifo(workspace / ".localagent.toml")
+    loaded = load_settings(tmp_path / "user.toml", workspace)
+    assert loaded.notices == ["ignored .localagent.toml: " + f"{workspace / '.localagent.toml'}: not a regular file"]

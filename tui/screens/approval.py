@@ -20,6 +20,7 @@ from textual.widgets import Button, Static
 
 from agent.events import ApprovalRequested
 from agent.permissions import rule_for_call
+from tools.terminal_text import terminal_safe
 from tui import formatting
 from tui.runtime import RuleStore
 from tui.screens.question import QuestionScreen
@@ -60,17 +61,17 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
         request = self.request
         with Vertical(id="dialog"):
             yield Static(Text.assemble(("Allow ", ""), (request.name, "bold"), ("?", "")), id="title")
-            yield Static(Text(request.reason), id="reason")
+            yield Static(Text(terminal_safe(request.reason)), id="reason")
             with VerticalScroll(id="detail"):
                 command = request.arguments.get("command") if request.name == "bash" else None
                 if isinstance(command, str):
-                    yield Static(Text(command), id="command")
+                    yield Static(Text(terminal_safe(command)), id="command")
                 else:
-                    yield Static(Text(request.summary), id="command")
+                    yield Static(Text(terminal_safe(request.summary)), id="command")
                     if not request.diff:
-                        yield Static(Text(formatting.compact_json(request.arguments, 2000)), id="arguments")
+                        yield Static(Text(terminal_safe(formatting.compact_json(request.arguments, 2000))), id="arguments")
                 if request.diff:
-                    yield DiffView(request.diff, id="diff")
+                    yield DiffView(terminal_safe(request.diff), id="diff")
             yield Static(self._rule_text(), id="rule")
             with Horizontal(id="buttons"):
                 yield Button("Allow once (y)", variant="primary", id="once")

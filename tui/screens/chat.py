@@ -56,6 +56,7 @@ from tui.screens.save_rule import SaveRuleScreen
 from tui.widgets.conversation import Conversation
 from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
+from tools.terminal_text import one_line_safe, terminal_safe
 
 AGENT_GROUP = "agent"
 # The longest the event stream holds the event loop: when the agent has events ready back to back
@@ -311,21 +312,22 @@ class ChatScreen(SlashCommands, Screen[None]):
         """Route one agent event to the widgets. Text and metrics come first: they are most events."""
         conversation = self.conversation
         if isinstance(event, TextDelta):
-            await conversation.write_text(event.text)
+            await conversation.write_text(terminal_safe(event.text))
         elif isinstance(event, Metrics):
             self.metrics.record(event)
         elif isinstance(event, PromptProgress):
             self.metrics.reading(event.processed, event.total)
         elif isinstance(event, ReasoningDelta):
-            await conversation.write_reasoning(event.text)
+            await conversation.write_reasoning(terminal_safe(event.text))
         elif isinstance(event, ToolCallStarted):
-            await conversation.start_tool(event.call_id, event.name, event.summary, event.arguments)
+            await conversation.start_tool(event.call_id, event.name, one_line_safe(event.summary), event.arguments)
         elif isinstance(event, ApprovalRequested):
             (await conversation.tool_block(event.call_id, event.name)).set_waiting()
         elif isinstance(event, ToolCallFinished):
             block = await conversation.tool_block(event.call_id, event.name)
             diff = event.metadata.get("diff") if isinstance(event.metadata, dict) else None
-            await block.finish(event.output, event.is_error, event.duration_s, diff if isinstance(diff, str) else None)
+            shown_diff = terminal_safe(diff) if isinstance(diff, str) else None
+            await block.finish(terminal_safe(event.output), event.is_error, event.duration_s, shown_diff)
         elif isinstance(event, MessageAppended):
             role = event.message.get("role")
             if role == "assistant":
@@ -336,16 +338,16 @@ class ChatScreen(SlashCommands, Screen[None]):
         elif isinstance(event, TurnStarted):
             self.metrics.turn_started()
         elif isinstance(event, Notice):
-            await conversation.add_notice(event.text)
+            await conversation.add_notice(terminal_safe(event.text))
         elif isinstance(event, ErrorEvent):
-            await conversation.add_notice(event.message, "error")
+            await conversation.add_notice(terminal_safe(event.message), "error")
         elif isinstance(event, TurnFinished):
             await conversation.end_assistant()
             totals = self.agent.totals if self.runtime is not None else {}
             self.metrics.turn_finished(totals)
             await conversation.add_notice(reports.turn_summary(event), "summary")
             if event.reason not in ("done", "cancelled"):
-                await conversation.add_notice(f"stopped ({event.reason}): {event.message}", "warning")
+                await conversation.add_notice(terminal_safe(f"stopped ({event.reason}): {event.message}"), "warning")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
