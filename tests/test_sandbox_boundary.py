@@ -346,3 +346,46 @@ def test_a_command_named_bwrap_in_the_workspace_is_never_run(tmp_path: Path, mon
         bubblewrap.bubblewrap_status.cache_clear()
 
 
+
+
+FAKE_LINE = "\x1b[2K\r→ view: README.md\n  ok in 0.1 s"
+CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
+
+
+def test_escape_sequences_from_the_model_and_tools_reach_the_terminal_as_visible_text(la_env) -> None:
+    from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+
+    turns = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("bash", {"command": f"printf 'ok{CLIPBOARD!r}'"})]),
+        ScriptedTurn(text=f"All done.{FAKE_LINE}{CLIPBOARD}\u202eevil"),
+    ]
+    with ScriptedModelServer(turns) as model:
+        result = la_env.run("run", "do it", "--base-url", model.base_url, "--mode", "full-auto")
+    assert result.code == 0, result.stderr
+    for stream in (result.stdout, result.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream and "\r" not in stream and "\u202e" not in stream
+    assert "All done.\\x1b[2K\\r→ view: README.md" in result.stdout
+    assert "\\x1b]52;c;" in result.stdout and "\\u202eevil" in result.stdout
+
+
+def test_terminal_safe_keeps_newlines_and_tabs_and_shows_the_rest() -> None:
+    from tools.terminal_text import one_line_safe, terminal_safe
+
+    assert terminal_safe("a\tb\nc\x1b[31md\x9be\x00") == "a\tb\nc\\x1b[31md\\x9be\\x00"
+    assert one_line_safe("a\nb\tc\rd") == "a\\nb\\tc\\rd"
+
+
+@pytest.mark.parametrize(("layer", "words"), [("", "bubblewrap"), ("landlock", "Landlock ABI")])
+def test_doctor_names_the_layer_in_force_and_why(la_env, layer: str, words: str) -> None:
+    from tools import sandbox
+
+    if not layer and sandbox.bubblewrap_status()[0] is None:
+        pytest.skip(f"bubblewrap does not work here: {sandbox.bubblewrap_status()[1]}")
+    if layer:
+        la_env.env["LOCALAGENT_SANDBOX_LAYER"] = layer
+    result = la_env.run("doctor")
+    assert result.code == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"bash sandbox: {words}"), result.stdout
+    if layer:
+        assert "LOCALAGENT_SANDBOX_LAYER=landlock" in first

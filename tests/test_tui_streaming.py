@@ -11,6 +11,8 @@ from textual.pilot import Pilot
 from textual.selection import Selection
 from textual.widgets import Static
 
+from agent.events import TextDelta
+
 from tests.synthetic_runtime import (
     SyntheticAgent,
     SyntheticRuntime,
@@ -156,3 +158,31 @@ async def test_a_cancelled_turn_shows_every_token_it_got_including_the_last_batc
         model = app.chat.metrics.model
         # Cancelled before the agent counted the request: the live count goes back to the agent's.
         assert (model.session_prompt_tokens, model.session_completion_tokens) == (0, 0)
+
+
+class EscapingAgent(SyntheticAgent):
+    """A model and a tool that put terminal escape sequences in what the TUI shows."""
+
+    async def run_turn(self, user_text: str):  # type: ignore[override]
+        from agent.events import ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted
+
+        yield TurnStarted(1, user_text)
+        yield ToolCallStarted("c1", "bash", {"command": "printf x"}, "printf \x1b[2Kfake\x07")
+        yield ToolCallFinished("c1", "bash", "out\x1b]52;c;cm0=\x07put", False, 0.1)
+        yield TextDelta("answer\x1b[2J\x1b]0;title\x07done")
+        yield TurnFinished("done", "answer", 1, 10, 5)
+
+
+async def test_escape_sequences_from_the_model_and_tools_are_shown_as_text_in_the_tui():
+    from tui.widgets.tool_call_block import ToolCallBlock
+
+    app = LocalAgentApp(factory_for(SyntheticRuntime(EscapingAgent())), telemetry=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot)
+        await wait_for(pilot, lambda: not app.chat.turn_running)
+        [answer] = app.chat.query(AssistantMessage)
+        [block] = app.chat.query(ToolCallBlock)
+        for shown in (answer.text, block.summary, block.output or ""):
+            assert "\x1b" not in shown and "\x07" not in shown, shown
+        assert answer.text == "answer\\x1b[2J\\x1b]0;title\\adone"
+        assert block.output == "out\\x1b]52;c;cm0=\\aput"
