@@ -250,7 +250,8 @@ async def test_context_past_the_threshold_is_compacted_before_the_next_request(l
     from localagent.agent_setup import AgentOptions, build_agent
     from localagent.context import AppContext
 
-    (la_env.workspace / "big.txt").write_text("line of text\n" * 400)
+    # Enough to pass 80% of the 4000-token context with the prompt and tool schemas, not enough to overflow it.
+    (la_env.workspace / "big.txt").write_text("line of text\n" * 360)
     turns = [
         call("view", path="big.txt"),
         ScriptedTurn(text="read it"),

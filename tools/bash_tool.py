@@ -95,12 +95,7 @@ class BashTool(Tool):
         timeout = min(float(args.get("timeout", ctx.bash_default_timeout)), ctx.bash_max_timeout)
         capture = OutputCapture(ctx.scratch_dir, "bash")
         loop = asyncio.get_running_loop()
-        policy = ctx.sandbox
-        if args.get("outside_sandbox") and policy.mode != "off":
-            if policy.mode == "read-only":
-                raise ToolError("read-only mode never runs a command outside the sandbox")
-            # Only after the person (or an allow rule) approved it: the policy asks in every mode.
-            policy = SandboxPolicy(mode="off", network=True)
+        policy = _policy_for(args, ctx)
         protected = ProtectedState.read(ctx.workspace) if policy.mode != "off" else None
         try:
             confinement = confine(policy, ctx.workspace, ctx.scratch_dir)
@@ -134,29 +129,46 @@ class BashTool(Tool):
         finally:
             confinement.close()
 
-        group_id = transport.get_pid()
-        timed_out = False
-        output_left_open = False
-        try:
-            try:
-                await asyncio.wait_for(protocol.exited.wait(), timeout)
-            except TimeoutError:
-                timed_out = True
-                await terminate_group(group_id, protocol.exited)
-                await _wait_quietly(protocol.exited, TERMINATE_GRACE_SECONDS)
-            if not await _wait_quietly(protocol.output_closed, OUTPUT_DRAIN_SECONDS):
-                output_left_open = True
-        except asyncio.CancelledError:
-            signal_group(group_id, signal.SIGKILL)
-            capture.close(keep_spool=False)
-            raise
-        finally:
-            # Closing our end of the pipe also stops background jobs still writing to it.
-            transport.close()
-
+        timed_out, output_left_open = await _finished(transport, protocol, capture, timeout)
         exit_code = transport.get_returncode()
         restored = protected.restore_changes() if protected is not None else []
         return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement, restored)
+
+
+async def _finished(
+    transport: asyncio.SubprocessTransport, protocol: _CommandProtocol, capture: OutputCapture, timeout: float
+) -> tuple[bool, bool]:
+    """Wait for the command (killing its group at the timeout or on cancel) and its output:
+    (timed out, background jobs still held the output open)."""
+    group_id = transport.get_pid()
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(protocol.exited.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            await terminate_group(group_id, protocol.exited)
+            await _wait_quietly(protocol.exited, TERMINATE_GRACE_SECONDS)
+        output_left_open = not await _wait_quietly(protocol.output_closed, OUTPUT_DRAIN_SECONDS)
+    except asyncio.CancelledError:
+        signal_group(group_id, signal.SIGKILL)
+        capture.close(keep_spool=False)
+        raise
+    finally:
+        # Closing our end of the pipe also stops background jobs still writing to it.
+        transport.close()
+    return timed_out, output_left_open
+
+
+def _policy_for(args: dict[str, Any], ctx: ToolContext) -> SandboxPolicy:
+    """The session's sandbox, or none for a call run `outside_sandbox`: only ever reached after
+    the person (or an allow rule of theirs) approved it, since the policy asks in every mode."""
+    policy = ctx.sandbox
+    if not args.get("outside_sandbox") or policy.mode == "off":
+        return policy
+    if policy.mode == "read-only":
+        raise ToolError("read-only mode never runs a command outside the sandbox")
+    return SandboxPolicy(mode="off", network=True)
 
 
 async def _started(

@@ -105,13 +105,13 @@ def config_environment(entries: list[tuple[str, str]]) -> dict[str, str]:
     return env
 
 
-def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
+def filter_drivers(cwd: Path, env: Mapping[str, str], timeout: float = 30.0) -> list[str]:
     """Names of the clean/smudge filter drivers the repository's config defines. Reading config
     runs nothing; an unreadable config yields none, and git then refuses the command itself."""
     try:
         done = subprocess.run(
             ["git", "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
-            cwd=cwd, env=dict(env), capture_output=True, stdin=subprocess.DEVNULL, timeout=30, check=False,
+            cwd=cwd, env=dict(env), capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -125,10 +125,12 @@ def filter_drivers(cwd: Path, env: Mapping[str, str]) -> list[str]:
 
 def run_git(
     *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None,
-    input: bytes | None = None, timeout: float = GIT_TIMEOUT_SECONDS,
+    input: bytes | None = None, timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
-    names = filter_drivers(cwd, env) if filters is None else filters
+    # Read at call time, so the deadline can be changed for every caller at once.
+    timeout = GIT_TIMEOUT_SECONDS if timeout is None else timeout
+    names = filter_drivers(cwd, env, min(timeout, 30.0)) if filters is None else filters
     entries = safe_config(names, env.get("GIT_WORK_TREE"))
     return subprocess.run(
         ["git", "--no-pager", *args], cwd=cwd, env={**env, **config_environment(entries)}, input=input,
