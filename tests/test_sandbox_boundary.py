@@ -389,3 +389,15 @@ def test_doctor_names_the_layer_in_force_and_why(la_env, layer: str, words: str)
     assert first.startswith(f"bash sandbox: {words}"), result.stdout
     if layer:
         assert "LOCALAGENT_SANDBOX_LAYER=landlock" in first
+
+
+def test_acp_updates_carry_control_characters_as_visible_text() -> None:
+    from agent.events import ToolCallFinished
+    from localagent.acp import updates
+
+    for update in (updates.message("a\x1b[2Jb"), updates.thought("t\x1b]52;c;eA==\x07")):
+        text = update.content.text
+        assert "\x1b" not in text and "\x07" not in text and "\\x1b" in text
+    done = updates.finished(ToolCallFinished("c1", "bash", "out\x1b[31mred", False, 0.1), None)
+    assert "\x1b" not in str(done.raw_output) and "\\x1b[31mred" in done.raw_output["output"]
+    assert "\x1b" not in updates.title("bash", "printf '\x1b[2K'")

@@ -25,6 +25,7 @@ from acp.schema import ToolCallLocation, ToolCallProgress, ToolCallStart, ToolCa
 from agent.events import Metrics, ToolCallFinished, ToolCallStarted
 from agent.request_totals import RequestTotals
 from tools.regular_files import read_regular_file
+from tools.terminal_text import one_line_safe, terminal_safe
 
 # Tool output shown in the editor; the model got all of it.
 MAX_OUTPUT_CHARS = 20_000
@@ -80,7 +81,8 @@ class ToolCallView:
 
 def title(name: str, summary: str) -> str:
     """What the editor lists: the tool and what it works on ("edit app.py", "bash pytest -q")."""
-    return summary if summary.startswith(name) else f"{name} {summary}".strip()
+    shown = one_line_safe(summary)
+    return shown if shown.startswith(name) else f"{name} {shown}".strip()
 
 
 def started(event: ToolCallStarted, workspace: Path) -> tuple[ToolCallStart, ToolCallView]:
@@ -97,7 +99,9 @@ def started(event: ToolCallStarted, workspace: Path) -> tuple[ToolCallStart, Too
 
 
 def finished(event: ToolCallFinished, view: ToolCallView | None) -> ToolCallProgress:
-    output = event.output if len(event.output) <= MAX_OUTPUT_CHARS else event.output[:MAX_OUTPUT_CHARS] + "\n[…]"
+    # Editors such as Toad draw these in a terminal: control characters arrive as visible text.
+    shown = terminal_safe(event.output)
+    output = shown if len(shown) <= MAX_OUTPUT_CHARS else shown[:MAX_OUTPUT_CHARS] + "\n[…]"
     content: list[Any] = [tool_content(text_block(output))] if output else []
     if view is not None and view.kind == "edit" and view.path and not event.is_error:
         after = file_text(view.path)
@@ -113,18 +117,18 @@ def permission_call(
     call_id: str, name: str, summary: str, reason: str, diff: str | None
 ) -> ToolCallUpdate:
     """The call a permission request is about: its title, why the policy asks, and the change."""
-    text = f"{reason}\n\n```diff\n{diff.rstrip()}\n```" if diff else reason
+    text = terminal_safe(f"{reason}\n\n```diff\n{diff.rstrip()}\n```" if diff else reason)
     return ToolCallUpdate(
         tool_call_id=call_id, title=title(name, summary), kind=tool_kind(name), status="pending", content=[tool_content(text_block(text))]
     )
 
 
 def message(text: str) -> Any:
-    return update_agent_message_text(text)
+    return update_agent_message_text(terminal_safe(text))
 
 
 def thought(text: str) -> Any:
-    return update_agent_thought_text(text)
+    return update_agent_thought_text(terminal_safe(text))
 
 
 @dataclass
