@@ -4,40 +4,92 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.markup import escape
 
 from agent.errors import AgentError
 from localagent.console import err
 from localagent.errors import LocalAgentError
-from localagent.version import package_version
 from server.errors import ProfileError, ServerError
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+# Each command's module, imported only when that command is used (or its help is asked for):
+# `localagent --version` and `localagent server status` should not pay for the agent, the MCP
+# client, openai or Textual. The help line is the module's own (tests/test_cli_startup.py checks).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "server": ("localagent.server_commands", "build, start, stop and inspect llama-server"),
+    "run": ("localagent.run_command", "run one task headless: answer on stdout, progress on stderr"),
+    "sessions": ("localagent.run_command", "list saved sessions (this workspace, or --all)"),
+    "undo": ("localagent.run_command", "restore the workspace to before the last agent turn"),
+    "mcp": ("localagent.mcp_commands", "list and inspect the configured MCP servers"),
+    "config": ("localagent.config_commands", "workspace configuration trust"),
+    "bench": (
+        "localagent.bench.command",
+        "benchmark profiles or running servers: tok/s, speedup, acceptance; table, JSON, report, chart",
+    ),
+    "acp": ("localagent.acp.command", "serve the Agent Client Protocol on stdio (for Zed, Toad and other ACP clients)"),
+    "doctor": ("localagent.doctor_command", "which sandbox layer protects commands on this machine, and why"),
+}
+
+
+class _LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]  # argparse's own generic
+    """Subcommands listed by name and help; a command's real parser is built by its module's
+    `register` when that command is chosen."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        name = values[0] if values else None
+        if name in COMMANDS and name not in _loaded:
+            load_command(self, name)
+        super().__call__(parser, namespace, values, option_string)
+
+
+_loaded: set[str] = set()
+
+
+def load_command(commands: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+    """Replace the stubs of `name`'s module by the parsers its `register` builds."""
+    module_name = COMMANDS[name][0]
+    siblings = [other for other, (module, _help) in COMMANDS.items() if module == module_name]
+    for other in siblings:
+        commands._name_parser_map.pop(other, None)
+        _loaded.add(other)
+    importlib.import_module(module_name).register(commands)
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, reading the installed version only when asked (importlib.metadata is slow)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        
+        from localagent.version import package_version
+
+        sys.stdout.write(f"localagent {package_version()}\n")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="localagent",
         description="A local coding agent on your own GPU, with a llama-server it manages itself.",
+        # `sessions --all` is not an abbreviation of the TUI's `--allowed-tools`.
+        allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version", version=f"localagent {package_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    from localagent import config_commands, doctor_command, mcp_commands, run_command, server_commands
-    from localagent.acp import command as acp_command
-    from localagent.bench import command as bench_command
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and exit")
+    parser.register("action", "lazy_parsers", _LazyCommands)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", action="lazy_parsers")
+    _loaded.clear()
+    for name, (_module, help_text) in COMMANDS.items():
+        commands.add_parser(name, help=help_text, add_help=False)
     from localagent.tui_command import add_tui_arguments
 
-    server_commands.register(commands)
-    run_command.register(commands)
-    mcp_commands.register(commands)
-    config_commands.register(commands)
-    bench_command.register(commands)
-    acp_command.register(commands)
-    doctor_command.register(commands)
     add_tui_arguments(parser)  # `localagent` with no command opens the TUI
     return parser
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from localagent.config import Settings, load_settings, project_file
 from localagent.paths import AppPaths, app_paths
-from server.manager import ServerManager
 from server.profile_loading import load_profiles
 from server.profiles import Profile
 from tools.mcp.approvals import ApprovalStore
 from tools.mcp.setup import USER_FILE, McpSources
+
+if TYPE_CHECKING:
+    # The manager brings the HTTP client and the model hub: loaded when a command needs it.
+    from server.manager import ServerManager
 
 # One store for every workspace file a user approves (.mcp.json servers, .localagent.toml).
 APPROVALS_FILE = "mcp-approvals.json"
@@ -51,6 +55,8 @@ class AppContext:
         return cls(paths=paths, settings=settings, profiles=profiles, workspace=workspace, notices=loaded.notices)
 
     def server_manager(self, *, host: str | None = None, port: int | None = None) -> ServerManager:
+        from server.manager import ServerManager
+
         server = self.settings.server
         return ServerManager(
             self.paths.server_dirs(),

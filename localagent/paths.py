@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from server.manager import ServerDirs
+from server.dirs import ServerDirs
 
 APP = "localagent"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -11,14 +10,10 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from localagent.build_progress import build_with_progress
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
-from server.build import BuildRequest, smoke_records_dir
-from server.manager import ServerHandle
 from server.profiles import DEFAULT_PROFILE
-from server.smoke import SmokeRecords, smoke_test_sync
 from tools.terminal_text import terminal_safe
 
 
@@ -111,6 +106,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.cuda_arch and not args.cuda:
         raise UsageError("--cuda-arch goes with --cuda")
+    from localagent.build_progress import build_with_progress
+    from server.build import BuildRequest
+
     request = BuildRequest(
         source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs,
         portable=args.portable, rebuild=args.rebuild,
@@ -130,6 +128,9 @@ def cmd_which(args: argparse.Namespace) -> int:
     manager = ctx.server_manager()
     found = manager.binary()
     caps = manager.capabilities(found.path)
+    from server.build import smoke_records_dir
+    from server.smoke import SmokeRecords, smoke_test_sync
+
     records = SmokeRecords(smoke_records_dir(ctx.paths.server_dirs().builds))
     if args.smoke:
         smoke = smoke_test_sync(found.path, ctx.paths.server_dirs().model_dirs, ctx.paths.logs / "smoke.log", caps=caps)
@@ -188,7 +189,9 @@ def cmd_start(args: argparse.Namespace) -> int:
             err.print(f"{label}…")
 
     try:
-        handle: ServerHandle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
+        import asyncio
+
+        handle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
     finally:
         for note in manager.notes:
             err.print(escape(note), soft_wrap=True)
@@ -227,8 +230,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from server.registry import Registry
+
     ctx = AppContext.load()
-    records = ctx.server_manager().registry.live()
+    # The records alone: the manager (and its HTTP client) is not needed to read them.
+    records = Registry(ctx.paths.server_dirs().records).live()
     if args.json:
         out.print_json(json.dumps([r.public_dict() for r in records]))
         return 0
@@ -285,6 +291,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from localagent.server_check import run_check
 
     ctx = AppContext.load()
+    import asyncio
+
     report = asyncio.run(run_check(ctx.server_manager(), args.profile, max_tokens=args.max_tokens))
     for line in report.lines():
         out.print(escape(line), soft_wrap=True)

@@ -7,7 +7,6 @@ only imported once the TUI is actually opened.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +50,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     options = agent_options(args)
     label = options.base_url or options.profile or ctx.settings.server.base_url or ctx.settings.server.profile
     _log_to_file(ctx.paths.logs / "tui.log")
+
+    import asyncio
 
     from tui.app import LocalAgentApp
     from tui.prompt_history import history_file_for

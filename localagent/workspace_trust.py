@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.permission_rules import PermissionConfigError, Rule, check_rule_name
-from agent.permissions import MODE_NAMES, PermissionMode
+from agent.permission_rules import MODE_NAMES, PermissionMode
 
 # Strictest first (the enum's order): a workspace may move the mode left, never right.
 MODE_ORDER = MODE_NAMES

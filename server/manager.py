@@ -22,6 +22,7 @@ from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
 from server.engine_launch import engine_model, engine_plan, require_engine
+from server.dirs import ServerDirs
 from server.errors import NotRunningError, PortError, StartError
 from server.exposure import is_loopback, load_or_create_api_key
 from server.models import ModelDirs, check_draft_format, resolve_models
@@ -36,20 +37,6 @@ from server.supervisor import RestartPolicy, ServerState, Supervisor, Supervisor
 
 # vLLM and SGLang fetch the model before they listen: a first start may take hours.
 ENGINE_STARTUP_TIMEOUT = 3 * 3600.0
-
-
-@dataclass(frozen=True)
-class ServerDirs:
-    builds: Path
-    work: Path
-    models: Path
-    cache: Path
-    logs: Path
-    records: Path
-
-    @property
-    def model_dirs(self) -> ModelDirs:
-        return ModelDirs(models=self.models, cache=self.cache)
 
 
 @dataclass

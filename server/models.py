@@ -7,20 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.argv import ResolvedModels
+from server.dirs import ModelDirs
 from server.capabilities import Capabilities
 from server.errors import ModelError, ProfileError
 from server.hf_models import resolve_exact, resolve_shorthand
 from server.profiles import ModelSource, Profile
 
 TINY_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
-
-
-@dataclass(frozen=True)
-class ModelDirs:
-    models: Path  # localagent's own folder, where older versions downloaded; still looked in first
-    cache: Path  # assembled and generated files
-    # Hugging Face downloads; None: the shared cache huggingface_hub uses (HF_HUB_CACHE, HF_HOME).
-    hub_cache: Path | None = None
 
 
 def resolve_models(profile: Profile, dirs: ModelDirs, *, fetch: bool = True) -> ResolvedModels:

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx2
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from server.argv import LaunchPlan
 from server.errors import NotRunningError, StartError
@@ -20,6 +20,10 @@ from server.http import auth_headers, tail_lines
 from server.ports import local_base_url
 from server.rpc_connections import connected_workers, resolve_workers
 from server.rpc_endpoints import silent_workers, tcp_accepts
+
+if TYPE_CHECKING:
+    # The HTTP client is loaded with the first probe: reading records (`server status`) needs none.
+    import httpx2
 
 _PR_SET_PDEATHSIG = 1
 
@@ -43,7 +47,7 @@ class Health:
 async def probe_health(base_url: str, client: httpx2.AsyncClient, api_key: str | None = None) -> Health:
     try:
         response = await client.get(f"{base_url}/health", headers=auth_headers(api_key), timeout=5.0)
-    except httpx2.TransportError:
+    except httpx2_module().TransportError:
         return Health("down")
     if response.status_code == 503:
         return Health("loading")
@@ -118,7 +122,7 @@ class ServerProcess:
         """Return once /health says ok. Early exit and timeout raise StartError with the log's tail."""
         deadline = time.monotonic() + timeout
         last_state = ""
-        async with httpx2.AsyncClient() as client:
+        async with httpx2_module().AsyncClient() as client:
             while True:
                 if not self.running:
                     code = self._proc.returncode if self._proc else None
@@ -254,3 +258,9 @@ def _is_ours(pid: int, markers: tuple[str, ...]) -> bool:
     except OSError:
         return True  # no /proc: trust the record
     return any(marker in cmdline for marker in markers)
+
+
+def httpx2_module() -> ModuleType:
+    import httpx2
+
+    return httpx2

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tools.mcp.approvals import ApprovalStore, AskApproval, approve_project_servers
 from tools.mcp.config import LoadedConfig, ServerConfig, load_config_file, merge
-from tools.mcp.manager import McpManager
+
+if TYPE_CHECKING:
+    # The manager brings in the `mcp` package; loaded only when servers are opened.
+    from tools.mcp.manager import McpManager
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -84,6 +88,8 @@ async def open_mcp(
     setup = await prepare_mcp(sources, extra_config, trust=trust, ask=ask)
     if not setup.servers:
         return None, setup.notes
+    from tools.mcp.manager import McpManager
+
     manager = McpManager(setup.servers, sources.logs_dir, scratch_dir, cwd=sources.workspace)
     await manager.start()
     return manager, setup.notes + manager.problems()
