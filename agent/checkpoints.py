@@ -25,9 +25,9 @@ from agent.checkpoint_preimages import Preimages
 from agent.text_lines import one_line
 
 # Re-exported: tests patch the timeout here (the message that names it is agent.checkpoint_git's).
-from tools.safe_git import GIT_TIMEOUT_SECONDS  # noqa: F401
+from tools.safe_git import GIT_TIMEOUT_SECONDS
 
-__all__ = ["Checkpoint", "CheckpointError", "CheckpointStore", "REF_NAMESPACE"]
+__all__ = ["REF_NAMESPACE", "Checkpoint", "CheckpointError", "CheckpointStore"]
 
 REF_NAMESPACE = "refs/localagent/checkpoints"
 

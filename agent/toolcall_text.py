@@ -33,10 +33,10 @@ from agent.toolcall_json import (
 )
 
 __all__ = [
-    "TextToolCall",
     "TextParseResult",
-    "parse_text_tool_calls",
+    "TextToolCall",
     "format_error_feedback",
+    "parse_text_tool_calls",
 ]
 
 

@@ -68,7 +68,7 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        
+
         from localagent.version import package_version
 
         sys.stdout.write(f"localagent {package_version()}\n")

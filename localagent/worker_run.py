@@ -21,7 +21,7 @@ from server.argv import LaunchPlan
 from server.build import BuildRequest
 from server.errors import BinaryError, StartError
 from server.ports import port_is_free
-from server.rpc_endpoints import DEFAULT_WORKER_PORT, EndpointError, parse_endpoint
+from server.rpc_endpoints import EndpointError, parse_endpoint
 from server.rpc_worker import find_worker_binary, worker_plan
 from server.supervisor import ServerState, Supervisor, SupervisorStatus
 

@@ -19,12 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
-from acp.schema import ClientCapabilities, Implementation  # noqa: E402
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import ClientCapabilities, Implementation
 
-from localagent.paths import app_paths  # noqa: E402
-from tests.acp_client import RecordingClient  # noqa: E402
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn  # noqa: E402
+from localagent.paths import app_paths
+from tests.acp_client import RecordingClient
+from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 WIDTH = 220
 

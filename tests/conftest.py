@@ -15,6 +15,26 @@ import pytest
 from localagent.paths import app_paths
 from server.binary import BINARY_ENV, newest_cached_build
 
+# What a test uses decides its markers (pyproject.toml names them): `server` for the real
+# llama-server, `slow` for that and for anything that runs the CLI or a terminal as a process.
+# `pytest -m "not slow"` is the inner loop; under xdist every `server` test runs in one worker,
+# one after another (two CPU-bound llama-servers at once on two cores crawl).
+_SERVER_FIXTURES = frozenset({"llama_server_binary", "tiny_gguf"})
+_PROCESS_FIXTURES = frozenset({"la_env"})
+_SLOW_FILES = frozenset({"test_tui_tmux.py", "test_acp.py", "test_examples.py", "test_headless_claude_schema.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & _SERVER_FIXTURES:
+            item.add_marker(pytest.mark.server)
+        if item.get_closest_marker("server") is not None:
+            item.add_marker(pytest.mark.xdist_group("llama-server"))
+            item.add_marker(pytest.mark.slow)
+        elif fixtures & _PROCESS_FIXTURES or item.path.name in _SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
 
 def _shared_cache() -> Path:
     # The real cache (or the one CI points at): built binaries and assembled models are shared.
@@ -95,8 +115,11 @@ def la_env(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setenv(key, value)
     environment = LocalAgentEnv(home=home, env=env, workspace=workspace)
     yield environment
-    # Never leave a server behind, whatever the test did.
-    environment.run("server", "stop", timeout=60)
+    # Never leave a server behind, whatever the test did; a home with no server record started
+    # none, and is spared the stop (a CLI process, for most of the tests that use this).
+    records = home / "state" / "servers"
+    if records.is_dir() and any(records.iterdir()):
+        environment.run("server", "stop", timeout=60)
 
 
 @pytest.fixture(params=["bubblewrap", "landlock"])

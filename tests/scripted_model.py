@@ -28,12 +28,12 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 __all__ = [
+    "CONTEXT_OVERFLOW_MESSAGE",
+    "EXHAUSTED_TEXT",
+    "ScriptedModelServer",
     "ScriptedToolCall",
     "ScriptedTurn",
-    "ScriptedModelServer",
     "TurnSource",
-    "EXHAUSTED_TEXT",
-    "CONTEXT_OVERFLOW_MESSAGE",
 ]
 
 EXHAUSTED_TEXT = "(script exhausted)"
@@ -319,7 +319,7 @@ class ScriptedModelServer:
             # Called outside the lock: a callable may inspect server state.
             try:
                 turn = source(body)
-            except Exception as exc:  # noqa: BLE001 - reported to the test at exit
+            except Exception as exc:
                 with self._lock:
                     self.callback_errors.append(exc)
                 return {"status": 500, "message": f"scripted turn raised: {exc!r}", "type": "server_error"}

@@ -19,7 +19,7 @@ from localagent.stream_json import json_line
 @contextmanager
 def models_endpoint(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             try:
                 answer(self)
             except (BrokenPipeError, ConnectionResetError):

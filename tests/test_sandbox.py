@@ -19,11 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from tools import BashTool, ToolContext
-from tools import sandbox
+from tools import BashTool, ToolContext, sandbox
 from tools.safe_env import filtered_environment, looks_secret
-from tools.sandbox import LandlockSupport, SandboxPolicy, confine, landlock_abi, sandbox_available, sandbox_note
-from tools.sandbox import seccomp
+from tools.sandbox import (
+    LandlockSupport,
+    SandboxPolicy,
+    confine,
+    landlock_abi,
+    sandbox_available,
+    sandbox_note,
+    seccomp,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 ABI = landlock_abi()

@@ -7,6 +7,7 @@ from agent.toolcall_text import (
     format_error_feedback,
     parse_text_tool_calls,
 )
+
 KNOWN = {"view", "edit", "bash", "mcp__git__status"}
 
 

@@ -231,7 +231,7 @@ async def test_edit_elsewhere_keeps_a_stray_byte_and_writes_utf8(ctx: ToolContex
     path = await viewed(ctx, "menu.py", STRAY)
     result = await EditTool().run({"path": "menu.py", "old_string": "last = 2", "new_string": "last = 'thé'"}, ctx)
     assert not result.is_error, result.output
-    assert path.read_bytes() == STRAY.replace(b"last = 2", "last = 'thé'".encode("utf-8"))
+    assert path.read_bytes() == STRAY.replace(b"last = 2", "last = 'thé'".encode())
     assert "\\udc" not in result.metadata["diff"] and "\udcff" not in result.output
 
 

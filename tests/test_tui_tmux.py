@@ -111,7 +111,8 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
             tmux("send-keys", "-t", "la", "-l", "Repeat the word hello twenty times")
             tmux("send-keys", "-t", "la", "Enter")
             screen = tmux.wait_for(
-                lambda s: figures(s) or turns_finished(la_env) >= attempt or "Allow once" in s, 90, "the turn"
+                lambda s, attempt=attempt: figures(s) or turns_finished(la_env) >= attempt or "Allow once" in s,
+                90, "the turn",
             )
             if figures(screen):
                 break

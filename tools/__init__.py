@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from tools.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from tools.base import ToolContext, Tool, ToolError, ToolResult
+    from tools.base import Tool, ToolContext, ToolError, ToolResult
     from tools.bash_tool import BashTool
     from tools.create_tool import CreateTool
     from tools.edit_tool import EditTool

@@ -106,7 +106,7 @@ class Tool(ABC):
             reason = exc.strerror or str(exc)
             where = f" ({exc.filename})" if exc.filename else ""
             return ToolResult.error(f"{self.name} failed: {reason}{where}")
-        except Exception as exc:  # noqa: BLE001 - model input must never crash the loop
+        except Exception as exc:
             return ToolResult.error(f"{self.name} failed on this input: {type(exc).__name__}: {exc}")
 
     def argument_problem(self, args: Any) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from tools.base import ToolError
@@ -51,7 +52,7 @@ def _one_line(stderr: str) -> str:
     reason = next((line.removeprefix("error: ") for line in lines if line.startswith("error: ")), None)
     if reason is None:
         return next((line.removeprefix("rg: ").strip() for line in lines if line.strip()), "rejected by ripgrep")
-    for above, caret_line in zip(lines, lines[1:]):
+    for above, caret_line in itertools.pairwise(lines):
         carets = re.search(r"\^+", caret_line)
         if carets and caret_line[: carets.start()].strip() == "":
             return f"{reason} (at {above[carets.start() : carets.end()]!r})"

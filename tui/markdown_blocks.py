@@ -56,5 +56,5 @@ def split_blocks(text: str) -> tuple[list[str], str]:
     """``text`` as its finished blocks and the open block after them (maybe empty)."""
     cuts = block_cuts(text)
     bounds = [0, *cuts]
-    finished = [text[a:b] for a, b in zip(bounds, cuts)]
+    finished = [text[a:b] for a, b in zip(bounds, cuts, strict=False)]  # bounds has one more
     return finished, text[bounds[-1] :]

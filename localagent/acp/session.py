@@ -87,7 +87,7 @@ class AcpSession:
             raise RequestError.invalid_request({"message": "this session was closed (loaded again, or the agent stops)"})
         try:
             self.runtime = self.building.result()
-        except Exception as exc:  # noqa: BLE001 - any failure to build is told to the editor as one line
+        except Exception as exc:
             raise RequestError.internal_error({"message": f"localagent could not start: {exc}"}) from None
         if self.runtime.agent.policy.mode != self.mode:
             self.runtime.agent.set_mode(self.mode)
@@ -204,7 +204,7 @@ class AcpSession:
         call = updates.permission_call(event.call_id, event.name, event.summary, reason, event.diff)
         try:
             response = await self.ask(call)
-        except Exception:  # noqa: BLE001 - a client that cannot answer has not allowed anything
+        except Exception:
             event.future.set_result("deny")
             return
         outcome = response.outcome

@@ -109,7 +109,7 @@ async def _run_target(
         body = request_body(endpoint, WARMUP_PROMPT.text, settings.warmup_max_tokens, settings.seed, settings)
         try:
             await stream_chat(client, endpoint, body, warmup)
-        except Exception as exc:  # noqa: BLE001 - any failure of the warm-up is reported the same way
+        except Exception as exc:
             warmup.ok, warmup.error = False, describe_failure(exc)
             result.notes.append(f"the warm-up request failed: {warmup.error}")
         observer.advance(warmup)
@@ -171,7 +171,7 @@ async def _measure(
     first = await scrape_metrics(client, endpoint) if endpoint.per_request_metrics else None
     try:
         await stream_chat(client, endpoint, body, measured)
-    except Exception as exc:  # noqa: BLE001 - a failed request is a failed row, never a crashed bench
+    except Exception as exc:
         measured.ok, measured.error = False, describe_failure(exc)
     if first is not None and measured.ok and measured.draft_n is None:
         drafts_from_metrics(measured, first, await scrape_metrics(client, endpoint))

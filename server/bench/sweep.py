@@ -58,13 +58,13 @@ def parse_grid(items: Sequence[str], spec_type: str) -> list[dict[str, Any]]:
             axes[key] = [kind(v) for v in values.split(",") if v.strip()]
         except ValueError:
             raise BenchInputError(f"--grid {item!r}: {key} takes {'numbers' if kind is float else 'whole numbers'}") from None
-    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 
 
 def default_grid(spec_type: str) -> list[dict[str, Any]]:
     if spec_type == "ngram-mod":
         return [dict(point) for point in NGRAM_MOD_POINTS]
-    return [dict(zip(DRAFT_GRID, combo)) for combo in itertools.product(*DRAFT_GRID.values())]
+    return [dict(zip(DRAFT_GRID, combo, strict=True)) for combo in itertools.product(*DRAFT_GRID.values())]
 
 
 def check_sweepable(profile: Profile) -> None:

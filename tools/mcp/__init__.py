@@ -13,7 +13,15 @@ from tools.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from tools.mcp.approvals import ApprovalRequest, ApprovalStore, AskApproval, approve_project_servers, fingerprint
     from tools.mcp.client import McpCallError, ServerConnection, StateName
-    from tools.mcp.config import DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ConfigProblem, LoadedConfig, ServerConfig, load_config_file, merge
+    from tools.mcp.config import (
+        DEFAULT_CALL_TIMEOUT,
+        DEFAULT_STARTUP_TIMEOUT,
+        ConfigProblem,
+        LoadedConfig,
+        ServerConfig,
+        load_config_file,
+        merge,
+    )
     from tools.mcp.manager import McpManager, ServerState
     from tools.mcp.names import tool_name, unique_tool_names
     from tools.mcp.setup import PROJECT_FILE, USER_FILE, McpSetup, McpSources, load_configs, open_mcp, prepare_mcp
@@ -51,24 +59,24 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "PROJECT_FILE",
+    "USER_FILE",
     "ApprovalRequest",
     "ApprovalStore",
     "AskApproval",
     "ConfigProblem",
-    "DEFAULT_CALL_TIMEOUT",
-    "DEFAULT_STARTUP_TIMEOUT",
     "LoadedConfig",
     "McpCallError",
     "McpManager",
     "McpSetup",
     "McpSources",
     "McpTool",
-    "PROJECT_FILE",
     "ServerConfig",
     "ServerConnection",
     "ServerState",
     "StateName",
-    "USER_FILE",
     "approve_project_servers",
     "fingerprint",
     "load_config_file",

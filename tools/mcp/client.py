@@ -165,7 +165,7 @@ class ServerConnection:
         except asyncio.CancelledError:
             reason = "stopped"
             raise
-        except Exception as exc:  # any failure of the transport ends this connection, never the agent
+        except Exception as exc:  # noqa: BLE001 - any failure of the transport ends this connection, never the agent
             reason = describe_error(exc)
         finally:
             self._settle(ready, current, queue, reason)

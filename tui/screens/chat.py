@@ -44,6 +44,7 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from tools.terminal_text import one_line_safe, terminal_safe
 from tui import attachments, commands, gc_pacing, input_priority, reports
 from tui.messages import MentionStarted, PromptSubmitted
 from tui.prompt_history import PromptHistory
@@ -56,7 +57,6 @@ from tui.screens.save_rule import SaveRuleScreen
 from tui.widgets.conversation import Conversation
 from tui.widgets.metrics_panel import MetricsPanel
 from tui.widgets.prompt_input import PromptInput
-from tools.terminal_text import one_line_safe, terminal_safe
 
 AGENT_GROUP = "agent"
 # The longest the event stream holds the event loop: when the agent has events ready back to back
