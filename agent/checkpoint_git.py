@@ -189,18 +189,34 @@ class SnapshotRepo:
         return [path for path in [*to_remove, *to_write] if not _lands_inside(root, path, removed)]
 
     def remove_file(self, relative: str) -> None:
+        """Remove one file of the work tree, and the folders it leaves empty.
+
+        Each folder on the way is opened without following a symlink, so a folder swapped for a
+        link while the restore runs (a command's background job) cannot lead the removal out."""
         root = self.layout.work_tree
-        path = root / relative
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        # Directories that only held removed files go too, as they did not exist at the checkpoint.
-        parent = path.parent
-        while parent != root and parent.is_relative_to(root):
+        parts = PurePosixPath(relative).parts
+        if not parts or ".." in parts:
+            return
+        fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
+        try:
+            for part in parts[:-1]:
+                try:
+                    fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+                except OSError:
+                    return  # the folder is gone, or is no longer a folder: nothing of ours is there
             try:
-                parent.rmdir()
-            except OSError:
-                break
-            parent = parent.parent
+                os.unlink(parts[-1], dir_fd=fds[-1])
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                pass
+            # Folders that only held removed files go too, as they did not exist at the checkpoint.
+            for depth in range(len(parts) - 1, 0, -1):
+                try:
+                    os.rmdir(parts[depth - 1], dir_fd=fds[depth - 1])
+                except OSError:
+                    break
+        finally:
+            for fd in fds:
+                os.close(fd)
 
 
 def _lands_inside(root: Path, relative: str, removed: set[str]) -> bool:

@@ -106,6 +106,7 @@ class CheckpointStore:
             checkpoint = Checkpoint(self.session_id, number, subject, commit, created)
             # The empty old value makes git refuse to overwrite a ref someone else just made.
             self._repo.git("update-ref", "-m", "localagent checkpoint", checkpoint.ref, commit, "")
+            self._write_record(checkpoint)
             self._current = number
             return checkpoint
 
@@ -127,6 +128,7 @@ class CheckpointStore:
 
     def restore_sync(self, checkpoint: Checkpoint) -> None:
         """Make the working tree equal to the checkpoint; ignored files and .git are left alone."""
+        self._check_record(checkpoint)
         with self._lock, self._scratch() as scratch:
             current = self._repo.snapshot_tree(scratch)
             target = self._tree_of(checkpoint)
@@ -159,6 +161,7 @@ class CheckpointStore:
             self._preimages.restore(newest.number)
             self._current = None
             self._repo.git("update-ref", "-d", newest.ref, newest.commit)
+            self._record_path(newest.number).unlink(missing_ok=True)
             return newest
 
     def preserve_before_write(self, path: Path) -> None:
@@ -189,8 +192,32 @@ class CheckpointStore:
         with self._lock:
             for checkpoint in self.list():
                 self._repo.git("update-ref", "-d", checkpoint.ref, checkpoint.commit)
+                self._record_path(checkpoint.number).unlink(missing_ok=True)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _record_path(self, number: int) -> Path:
+        # Outside the workspace: the refs and objects of a repository are writable by the
+        # commands the agent runs, so a checkpoint is trusted only as the commit recorded here.
+        return self.data_dir / "records" / self.session_id / str(number)
+
+    def _write_record(self, checkpoint: Checkpoint) -> None:
+        path = self._record_path(checkpoint.number)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = path.with_suffix(".partial")
+        partial.write_text(checkpoint.commit + "\n", encoding="utf-8")
+        os.replace(partial, path)
+
+    def _check_record(self, checkpoint: Checkpoint) -> None:
+        try:
+            recorded = self._record_path(checkpoint.number).read_text(encoding="utf-8").strip()
+        except OSError:
+            recorded = None
+        if recorded != checkpoint.commit:
+            raise CheckpointError(
+                f"checkpoint {checkpoint.number} is not the one localagent made (its ref was changed or "
+                "made from inside the workspace); undo refuses to restore it"
+            )
 
     @contextmanager
     def _scratch(self) -> Iterator[Path]:

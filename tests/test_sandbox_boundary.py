@@ -4,8 +4,11 @@ protected paths, the environment, and the way out that only the person can open.
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import json
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -210,6 +213,8 @@ PROTECTED_WRITES = {
     ".claude": "mkdir -p .claude && echo '{}' > .claude/settings.json",
     ".bashrc": "echo 'curl evil' >> .bashrc",
     ".envrc": "echo 'curl evil' > .envrc",
+    ".git/commondir": "mkdir -p .evil && printf '[core]\\n\\tfsmonitor = evil\\n' > .evil/config && echo ../.evil > .git/commondir",
+    ".git/config.worktree": "printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config.worktree",
 }
 
 
@@ -238,7 +243,8 @@ async def test_protected_paths_cannot_be_changed_and_git_commit_still_works(
     assert git(ws, "log", "--format=%s") == "one\n"
     assert {p: (ws / p).read_bytes() for p in (".git/config", ".bashrc")} == before
     assert sorted(os.listdir(ws / ".git" / "hooks")) == hooks_before
-    for created in (".git/info/attributes", ".gitmodules", ".localagent.toml", ".mcp.json", ".claude", ".envrc"):
+    for created in (".git/info/attributes", ".gitmodules", ".localagent.toml", ".mcp.json", ".claude", ".envrc",
+                    ".git/commondir", ".git/config.worktree"):
         assert not (ws / created).exists(), created
     if meta["protected_restored"]:
         # What got past a mount (or every change, under Landlock) was put back, and said so.
@@ -401,3 +407,109 @@ def test_acp_updates_carry_control_characters_as_visible_text() -> None:
     done = updates.finished(ToolCallFinished("c1", "bash", "out\x1b[31mred", False, 0.1), None)
     assert "\x1b" not in str(done.raw_output) and "\\x1b[31mred" in done.raw_output["output"]
     assert "\x1b" not in updates.title("bash", "printf '\x1b[2K'")
+
+
+# -- found by attacking the first version of this sandbox ------------------------------------------
+
+
+async def test_a_root_owned_command_cannot_remount_or_unmount(tmp_path: Path, sandbox_layer: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only a root-owned agent hands its commands capabilities to drop")
+    ctx = make_ctx(tmp_path)
+    git(ctx.workspace, "init", "-q")
+    marker = f"/var/tmp/.localagent-remount-{os.getpid()}"
+    output, _ = await bash(ctx, f"mount -o remount,bind,rw / && touch {marker}; umount {ctx.workspace}/.git/config; "
+                                "grep -c . /proc/self/status >/dev/null; grep CapEff /proc/self/status")
+    assert not Path(marker).exists()
+    capabilities = int(output.split("CapEff:")[1].split()[0], 16)
+    assert not capabilities >> 21 & 1, output  # no CAP_SYS_ADMIN: no mount, no unmount
+
+
+VICTIM_STATE = "awk '/Max open files/ {print $4}' /proc/PID/limits; cut -d' ' -f19 /proc/PID/stat"
+
+
+async def test_prlimit_renice_and_friends_reach_no_other_process(tmp_path: Path, sandbox_layer: str) -> None:
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        before = subprocess.run(["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True).stdout
+        v = victim.pid
+        await bash(make_ctx(tmp_path), f"prlimit --pid {v} --nofile=0:0 --cpu=0:0; renice -n 19 -p {v}; "
+                                       f"ionice -c 3 -p {v}; chrt -i -p 0 {v}; echo tried")
+        after = subprocess.run(["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True).stdout
+        assert victim.poll() is None and after == before
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+async def test_the_agent_cannot_be_limited_from_inside_a_command(tmp_path: Path, sandbox_layer: str) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    # The agent puts its own pid in the command: under bubblewrap $PPID names a process inside.
+    agent = AGENT.replace("command = sys.argv[1:4]\n", "command = sys.argv[1:4]\ncommand = command.replace('AGENT', str(__import__('os').getpid()))\n")
+    command = "prlimit --pid AGENT --cpu=0:0; prlimit --pid AGENT --nofile=0:0; echo still here"
+    done = subprocess.run(
+        [sys.executable, "-c", agent, str(workspace), str(tmp_path / "scratch"), command],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "still here" in json.loads(done.stdout)["output"]
+
+
+async def test_a_background_job_cannot_change_a_protected_path_after_the_check(
+    tmp_path: Path, sandbox_layer: str
+) -> None:
+    ctx = make_ctx(tmp_path)
+    git(ctx.workspace, "init", "-q")
+    before = (ctx.workspace / ".git" / "config").read_text()
+    await bash(ctx, "(sleep 1; echo '[core] fsmonitor = evil' >> .git/config; mkdir -p .claude) >/dev/null 2>&1 &")
+    await asyncio.sleep(2.5)
+    assert (ctx.workspace / ".git" / "config").read_text() == before
+    assert not (ctx.workspace / ".claude").exists()
+
+
+async def test_a_protected_folder_too_deep_to_read_is_removed_and_the_next_command_runs(
+    tmp_path: Path, sandbox_layer: str
+) -> None:
+    ctx = make_ctx(tmp_path)
+    deep = "a/" * 1100
+    output, meta = await bash(ctx, f"mkdir -p .claude && echo '{{}}' > .claude/settings.json && mkdir -p .claude/{deep}")
+    assert not (ctx.workspace / ".claude").exists(), output
+    assert meta["protected_restored"] == [".claude"]
+    output, _ = await bash(ctx, "echo next")
+    assert "next" in output
+
+
+async def test_git_cannot_be_moved_aside_for_a_gitfile(tmp_path: Path, sandbox_layer: str) -> None:
+    if sandbox_layer != "bubblewrap":
+        pytest.skip("Landlock cannot keep a folder from being renamed; the README says so")
+    ctx = make_ctx(tmp_path)
+    git(ctx.workspace, "init", "-q")
+    output, _ = await bash(ctx, "mv .git .git-real && echo 'gitdir: .git-real' > .git; echo done")
+    assert (ctx.workspace / ".git").is_dir() and not (ctx.workspace / ".git-real").exists(), output
+
+
+async def test_the_kernel_keyring_is_out_of_reach(tmp_path: Path, sandbox_layer: str) -> None:
+    if platform.machine() != "x86_64":
+        pytest.skip("the probe calls keyctl by its x86_64 number")
+    probe = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+             "r = libc.syscall(250, 0, -4, 0); print('keyctl', r, ctypes.get_errno())")
+    output, _ = await bash(make_ctx(tmp_path), f"{sys.executable} -c \"{probe}\"")
+    assert f"keyctl -1 {errno.EPERM}" in output, output
+
+
+async def test_a_symlinked_secret_folder_is_hidden_where_it_leads(
+    tmp_path: Path, sandbox_layer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if sandbox_layer != "bubblewrap":
+        pytest.skip("Landlock cannot hide a folder from reading; the README says so")
+    home = tmp_path / "home"
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    home.mkdir()
+    (home / ".ssh").symlink_to(keys)
+    (home / ".pgpass").write_text("db:5432:*:me:hunter2\n")
+    monkeypatch.setenv("HOME", str(home))
+    output, _ = await bash(make_ctx(tmp_path), f"cat {home}/.ssh/id_ed25519 {keys}/id_ed25519 {home}/.pgpass")
+    assert "PRIVATE KEY" not in output and "hunter2" not in output

@@ -130,6 +130,10 @@ class BashTool(Tool):
             confinement.close()
 
         timed_out, output_left_open = await _finished(transport, protocol, capture, timeout)
+        if confinement.isolation == "landlock" and confinement.sandboxed:
+            # Background jobs end with the command, as they do in bubblewrap's PID namespace: one
+            # left running could change a protected path after the check below.
+            signal_group(transport.get_pid(), signal.SIGKILL)
         exit_code = transport.get_returncode()
         restored = protected.restore_changes() if protected is not None else []
         return _build_result(command, capture, exit_code, timed_out, timeout, output_left_open, confinement, restored)

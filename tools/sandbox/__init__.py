@@ -44,7 +44,7 @@ from tools.sandbox.policy import (
     SandboxPolicy,
 )
 from tools.sandbox.protected import PROTECTED, ProtectedState
-from tools.sandbox.seccomp import network_filter, program_bytes, seccomp_reason
+from tools.sandbox.seccomp import command_filter, program_bytes, seccomp_reason
 
 __all__ = [
     "LAYER_VARIABLE",
@@ -145,11 +145,9 @@ def confine(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) -> Confin
     """
     program = _bubblewrap_serves(policy)
     if program is not None:
-        seccomp_fd = None
-        if not policy.network:
-            seccomp_fd = os.memfd_create("localagent-seccomp", 0)
-            os.write(seccomp_fd, program_bytes(network_filter()))
-            os.lseek(seccomp_fd, 0, os.SEEK_SET)
+        seccomp_fd = os.memfd_create("localagent-seccomp", 0)
+        os.write(seccomp_fd, program_bytes(command_filter(not policy.network)))
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
         prefix = bubblewrap_argv(program, policy, workspace, scratch_dir, seccomp_fd)
         return Confinement(
             policy=policy,
@@ -157,13 +155,14 @@ def confine(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) -> Confin
             sandboxed=True,
             network_blocked=not policy.network,
             prefix=tuple(prefix),
-            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            pass_fds=(seccomp_fd,),
         )
     support = landlock_support()
     if support.available:
         # Landlock's TCP rules miss fast open, listen(), UDP and unix sockets: the network counts as
-        # blocked only with the filter, which refuses socket() whatever Landlock's ABI.
-        seccomp = network_filter() if _blocks_network(policy) and not seccomp_reason() else None
+        # blocked only with the filter, which refuses socket() whatever Landlock's ABI. The filter
+        # also keeps prlimit and the other by-pid calls off other processes, in every mode.
+        seccomp = None if seccomp_reason() else command_filter(_blocks_network(policy))
         fd = build_ruleset(policy, workspace, scratch_dir, support.abi)
         try:
             preexec = landlock_preexec(fd, capabilities_to_drop(policy), seccomp)
@@ -174,7 +173,7 @@ def confine(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) -> Confin
             policy=policy,
             isolation="landlock",
             sandboxed=policy.mode != "off",
-            network_blocked=seccomp is not None,
+            network_blocked=seccomp is not None and _blocks_network(policy),
             preexec_fn=preexec,
             _ruleset_fd=fd,
         )

@@ -32,8 +32,12 @@ LAYER_VARIABLE = "LOCALAGENT_SANDBOX_LAYER"
 _PROBE_SECONDS = 5.0
 # Home folders and files holding credentials: replaced by empty ones.
 SECRET_HOME_DIRS = (".ssh", ".aws", ".gnupg", ".config/gh", ".docker", ".kube", ".azure", ".config/gcloud",
-                    ".password-store", ".local/share/keyrings")
-SECRET_HOME_FILES = (".netrc", ".git-credentials", ".pypirc", ".npmrc")
+                    ".password-store", ".local/share/keyrings", ".config/op", ".config/hub", ".terraform.d",
+                    ".config/rclone", ".vault", ".config/netlify", ".fly")
+SECRET_HOME_FILES = (".netrc", ".git-credentials", ".pypirc", ".npmrc", ".pgpass", ".vault-token",
+                     ".claude/.credentials.json", ".claude.json", ".cargo/credentials", ".cargo/credentials.toml",
+                     ".gem/credentials", ".bash_history", ".zsh_history", ".python_history", ".psql_history",
+                     ".mysql_history", ".lesshst", ".config/git/credentials")
 # Sockets that run anything outside the sandbox for whoever connects.
 _SERVICE_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/dbus/system_bus_socket",
                     "/var/run/dbus/system_bus_socket", "/run/containerd/containerd.sock", "/run/podman/podman.sock")
@@ -81,6 +85,10 @@ def bubblewrap_argv(
     """The bwrap command line that runs one command (append `bash -c ...`)."""
     writable = policy.mode == "workspace-write"
     argv = [program, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() == 0:
+        # Run as root, bwrap keeps every capability for the command: it could remount / read-write
+        # or unmount what hides a folder. A sandboxed command keeps none.
+        argv += ["--cap-drop", "ALL"]
     if not policy.network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -102,6 +110,11 @@ def bubblewrap_argv(
         # The scratch folder lies in localagent's data, hidden above: the saved full outputs of
         # earlier commands stay readable (and writable in workspace-write, as under Landlock).
         argv += [bind, str(scratch_dir), str(scratch_dir)]
+    git_dir = workspace / ".git"
+    if writable and git_dir.is_dir() and not git_dir.is_symlink():
+        # A mount point cannot be renamed or removed: `.git` stays the folder it is (a command
+        # could otherwise move it aside and put a gitfile naming its own config there).
+        argv += ["--bind", str(git_dir), str(git_dir)]
     for path in existing_protected(workspace):
         argv += ["--ro-bind", str(path), str(path)]
     if seccomp_fd is not None:
@@ -129,10 +142,12 @@ def _hidden(policy: SandboxPolicy, workspace: Path) -> Iterator[str]:
     home = Path.home()
     folders = [home / name for name in SECRET_HOME_DIRS] + list(policy.hidden)
     for folder in folders:
+        # A symlinked one is hidden where it leads (and the link too, by the same mount).
+        real = Path(os.path.realpath(folder))
         # Never one that holds the workspace: the person chose to work there.
-        if folder.is_dir() and not folder.is_symlink() and not workspace.is_relative_to(folder):
-            yield from ("--tmpfs", str(folder))
+        if real.is_dir() and not workspace.is_relative_to(real) and real != Path("/"):
+            yield from ("--tmpfs", str(real))
     for name in SECRET_HOME_FILES:
-        path = home / name
-        if path.is_file() and not path.is_symlink():
-            yield from ("--ro-bind", os.devnull, str(path))
+        real = Path(os.path.realpath(home / name))
+        if real.is_file() and not real.is_relative_to(workspace):
+            yield from ("--ro-bind", os.devnull, str(real))

@@ -13,28 +13,37 @@ protected path the command created (it did not exist, so nothing could be mounte
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 PROTECTED_FILES = (
-    ".git/config", ".gitmodules", ".localagent.toml", ".mcp.json", ".envrc",
+    ".git/config", ".git/config.worktree", ".git/commondir", ".gitmodules", ".localagent.toml", ".mcp.json", ".envrc",
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
     ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 )  # fmt: skip
 PROTECTED_DIRS = (".git/hooks", ".git/info", ".claude")
 PROTECTED = PROTECTED_FILES + PROTECTED_DIRS
-# A protected folder larger than this is not read whole before every command; its top level still is.
+# What is kept to put back: file bytes up to this much in all; beyond it a file is known by its
+# hash (a change is still found and said, and the file is removed rather than left changed).
 _MAX_BYTES = 8 << 20
+# A protected folder is read to this many entries and this depth; past them (a hostile tree built
+# to make the check give up) it counts as changed whenever anything about its top level did.
+_MAX_ENTRIES = 4000
+_MAX_DEPTH = 24
 
 
 @dataclass(frozen=True)
 class _Entry:
-    kind: str  # "file", "link" or "dir"
-    data: bytes = b""  # file bytes, or a link's target
+    kind: str  # "file", "link", "dir", "other" or "overflow"
+    data: bytes = b""  # file bytes (when kept), or a link's target
     mode: int = 0
+    digest: str = ""  # a file's sha256: how a change is found when its bytes were not kept
+    kept: bool = True
 
 
 def _read(path: Path, budget: list[int]) -> _Entry | None:
@@ -46,15 +55,19 @@ def _read(path: Path, budget: list[int]) -> _Entry | None:
         return _Entry("link", os.fsencode(os.readlink(path)))
     if stat.S_ISDIR(info.st_mode):
         return _Entry("dir", mode=stat.S_IMODE(info.st_mode))
-    if not stat.S_ISREG(info.st_mode) or info.st_size > budget[0]:
+    if not stat.S_ISREG(info.st_mode):
         return _Entry("other", mode=stat.S_IMODE(info.st_mode))
-    budget[0] -= info.st_size
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return _Entry("other")
     with os.fdopen(fd, "rb") as handle:
-        return _Entry("file", handle.read(), stat.S_IMODE(info.st_mode))
+        data = handle.read()
+    digest = hashlib.sha256(data).hexdigest()
+    kept = len(data) <= budget[0]
+    if kept:
+        budget[0] -= len(data)
+    return _Entry("file", data if kept else b"", stat.S_IMODE(info.st_mode), digest, kept)
 
 
 @dataclass(frozen=True)
@@ -80,13 +93,19 @@ class ProtectedState:
         })
         if not changed:
             return []
-        reported: list[str] = []
+        # A folder that grew past the caps is taken down whole and rebuilt from what was read.
+        rebuilt = {path.split("/\0", 1)[0] for path in changed if "\0" in path}
+        for folder in rebuilt:
+            changed = [p for p in changed if not (p == folder or p.startswith(folder + "/"))]
+            changed += [folder] if folder not in self.entries else []
+            changed += [p for p in self.entries if (p == folder or p.startswith(folder + "/")) and "\0" not in p]
+        reported: list[str] = [folder + self._remove(folder) for folder in rebuilt if folder in self.entries]
         # Deepest first for removals, shallowest first for writes.
-        for relative in sorted(changed, key=lambda p: -p.count("/")):
+        for relative in sorted(set(changed), key=lambda p: -p.count("/")):
             if relative not in self.entries:
                 reported.append(relative + self._remove(relative))
-        for relative in sorted(changed, key=lambda p: p.count("/")):
-            if relative in self.entries:
+        for relative in sorted(set(changed), key=lambda p: p.count("/")):
+            if relative in self.entries and "\0" not in relative:
                 reported.append(relative + self._put_back(relative, self.entries[relative]))
         return _top_level(reported)
 
@@ -102,7 +121,7 @@ class ProtectedState:
             return " (not removed: its folder now leads out of the workspace)"
         try:
             if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
+                _remove_tree(path)
             else:
                 path.unlink(missing_ok=True)
         except OSError as exc:
@@ -116,7 +135,7 @@ class ProtectedState:
         try:
             if os.path.lexists(path) and (path.is_symlink() or not path.is_dir() or entry.kind != "dir"):
                 if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
+                    _remove_tree(path)
                 else:
                     path.unlink()
             if entry.kind == "dir":
@@ -124,6 +143,8 @@ class ProtectedState:
                 os.chmod(path, entry.mode or 0o755)
             elif entry.kind == "link":
                 os.symlink(os.fsdecode(entry.data), path)
+            elif entry.kind == "file" and not entry.kept:
+                return " (not restored: too large to keep; removed)"
             elif entry.kind == "file":
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, entry.mode or 0o644)
                 with os.fdopen(fd, "wb") as handle:
@@ -136,19 +157,35 @@ class ProtectedState:
         return ""
 
 
-def _collect(workspace: Path, relative: str, entries: dict[str, _Entry], budget: list[int]) -> None:
-    entry = _read(workspace / relative, budget)
-    if entry is None:
-        return
-    entries[relative] = entry
-    if entry.kind != "dir":
-        return
+def _collect(workspace: Path, root: str, entries: dict[str, _Entry], budget: list[int]) -> None:
+    """`root` and what lies beneath it, breadth first, within the caps."""
+    pending = [root]
+    seen = 0
+    while pending:
+        relative = pending.pop(0)
+        entry = _read(workspace / relative, budget)
+        if entry is None:
+            continue
+        entries[relative] = entry
+        seen += 1
+        if entry.kind != "dir":
+            continue
+        if seen >= _MAX_ENTRIES or relative.count("/") - root.count("/") >= _MAX_DEPTH:
+            entries[relative + "/\0overflow"] = _Entry("overflow")
+            return
+        try:
+            names = sorted(os.listdir(workspace / relative))
+        except OSError:
+            continue
+        pending.extend(f"{relative}/{name}" for name in names)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a folder however deep: a tree built past Python's recursion limit defeats rmtree."""
     try:
-        names = sorted(os.listdir(workspace / relative))
-    except OSError:
-        return
-    for name in names:
-        _collect(workspace, f"{relative}/{name}", entries, budget)
+        shutil.rmtree(path)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--", str(path)], check=False, capture_output=True, timeout=60)
 
 
 def _top_level(paths: list[str]) -> list[str]:

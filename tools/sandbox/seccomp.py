@@ -1,4 +1,9 @@
-"""The seccomp filter of a command run with the network off: no socket() at all, no io_uring.
+"""The seccomp filter of a sandboxed command: no reach into other processes by pid, no kernel
+keyring, and with the network off no socket() at all and no io_uring.
+
+Landlock's scopes stop signals and ptrace, not prlimit64 (a CPU limit of 0 kills the agent),
+setpriority, ioprio_set or the sched_set* calls: those are refused unless their pid is 0 ("this
+process", which is how `ulimit`, `nice` and libraries call them). The kernel keyring is refused.
 
 Landlock sees only connect() and bind() on TCP; a socket still reaches a listener through
 sendto()/sendmsg() with MSG_FASTOPEN, opens a port with listen() on an unbound socket, speaks UDP,
@@ -47,12 +52,14 @@ _DATA_ARGS = 16
 
 @dataclass(frozen=True)
 class _Denial:
-    """One system call refused with `errno`; with `arg`, only when that argument equals `value`."""
+    """One system call refused with `errno`; with `arg`, only when that argument equals `value`
+    (or, with `unless_zero`, only when it is not 0: "this process" for the calls that take a pid)."""
 
     nr: int
     errno: int
     arg: int | None = None
     value: int = 0
+    unless_zero: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,26 +69,59 @@ class _ArchRules:
     nr_mask: int = 0xFFFFFFFF
 
 
-def _network_denials(socket_nr: int) -> tuple[_Denial, ...]:
-    # ENOSYS makes io_uring users fall back to plain system calls; its number is the same in
-    # every table (unified numbering).
-    return (_Denial(socket_nr, errno.EACCES), _Denial(425, errno.ENOSYS))  # io_uring_setup
+@dataclass(frozen=True)
+class _Table:
+    """One system call table's numbers for what the filter refuses."""
+
+    audit_arch: int
+    socket: int
+    io_uring_setup: int
+    # Calls that act on another process by pid and that Landlock's scopes do not cover:
+    # prlimit64 (a CPU limit of 0 kills the agent), setpriority, ioprio_set, sched_setparam,
+    # sched_setscheduler, sched_setattr. Refused unless the pid is 0, "this process".
+    by_pid: tuple[tuple[int, int], ...]  # (number, index of the pid argument)
+    # The kernel keyring (add_key, request_key, keyctl): a user's keys are shared by all of
+    # their processes, so a command could read what the person's other programs stored there.
+    keyring: tuple[int, ...]
+    socketcall: int | None = None
+    nr_mask: int = 0xFFFFFFFF
 
 
-# Every system call table a process of this machine can reach. A 64-bit x86 process can also make
-# i386 calls (int 0x80) and x32 calls (the x32 bit in the number), so those are covered too.
-_NETWORK_RULES: dict[str, tuple[_ArchRules, ...]] = {
+_TABLES: dict[str, tuple[_Table, ...]] = {
+    # A 64-bit x86 process can also make i386 calls (int 0x80) and x32 calls (the x32 bit in the
+    # number), so those tables are covered too.
     "x86_64": (
-        _ArchRules(_AUDIT_ARCH_X86_64, _network_denials(41), nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF),
-        # i386 socketcall: its first argument says which call it stands for.
-        _ArchRules(_AUDIT_ARCH_I386, (*_network_denials(359), _Denial(102, errno.EACCES, arg=0, value=_SYS_SOCKET))),
+        _Table(_AUDIT_ARCH_X86_64, 41, 425, ((302, 0), (141, 1), (251, 1), (142, 0), (144, 0), (314, 0)),
+               (248, 249, 250), nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF),
+        _Table(_AUDIT_ARCH_I386, 359, 425, ((340, 0), (97, 1), (289, 1), (154, 0), (156, 0), (351, 0)),
+               (286, 287, 288), socketcall=102),
     ),
     "aarch64": (
-        _ArchRules(_AUDIT_ARCH_AARCH64, _network_denials(198)),
-        _ArchRules(_AUDIT_ARCH_ARM, _network_denials(281)),  # AArch32 EABI has no socketcall
+        _Table(_AUDIT_ARCH_AARCH64, 198, 425, ((261, 0), (140, 1), (30, 1), (118, 0), (119, 0), (274, 0)),
+               (217, 218, 219)),
+        # AArch32 EABI has no socketcall.
+        _Table(_AUDIT_ARCH_ARM, 281, 425, ((369, 0), (97, 1), (314, 1), (154, 0), (156, 0), (380, 0)),
+               (309, 310, 311)),
     ),
 }
-_NETWORK_RULES["arm64"] = _NETWORK_RULES["aarch64"]
+_TABLES["arm64"] = _TABLES["aarch64"]
+
+
+def _rules(table: _Table, network_off: bool) -> _ArchRules:
+    denials = [_Denial(nr, errno.EPERM, arg=index, unless_zero=True) for nr, index in table.by_pid]
+    denials += [_Denial(nr, errno.EPERM) for nr in table.keyring]
+    if network_off:
+        # ENOSYS makes io_uring users fall back to plain system calls.
+        denials += [_Denial(table.socket, errno.EACCES), _Denial(table.io_uring_setup, errno.ENOSYS)]
+        if table.socketcall is not None:
+            # i386 socketcall: its first argument says which call it stands for.
+            denials.append(_Denial(table.socketcall, errno.EACCES, arg=0, value=_SYS_SOCKET))
+    return _ArchRules(table.audit_arch, tuple(denials), table.nr_mask)
+
+
+def rules_for(machine: str, network_off: bool) -> tuple[_ArchRules, ...]:
+    return tuple(_rules(table, network_off) for table in _TABLES[machine])
+
 
 _Insn = tuple[int, int | str, int | str, int]  # code, jt, jf, k; a str jump names a label
 
@@ -122,7 +162,11 @@ def _arch_block(index: int, rules: _ArchRules) -> list[_Insn | str]:
         block.append((_BPF_JEQ_K, 0, skip, denial.nr))
         if denial.arg is not None:
             # The number matched, so no other denial applies: a different argument is allowed.
-            block += [(_BPF_LD_W_ABS, 0, 0, _arg_low_word(denial.arg)), (_BPF_JEQ_K, 0, allow, denial.value)]
+            block.append((_BPF_LD_W_ABS, 0, 0, _arg_low_word(denial.arg)))
+            if denial.unless_zero:
+                block.append((_BPF_JEQ_K, allow, 0, 0))
+            else:
+                block.append((_BPF_JEQ_K, 0, allow, denial.value))
         block += [_ret(_SECCOMP_RET_ERRNO | denial.errno), skip]
     block += [allow, _ret(_SECCOMP_RET_ALLOW)]
     return block
@@ -160,8 +204,9 @@ def program_bytes(program: SeccompProgram) -> bytes:
 
 
 @functools.cache
-def network_filter() -> SeccompProgram:
-    arches = _NETWORK_RULES[platform.machine().lower()]
+def command_filter(network_off: bool) -> SeccompProgram:
+    """The filter every sandboxed command runs under; with `network_off`, no sockets either."""
+    arches = rules_for(platform.machine().lower(), network_off)
     insns = _assemble(_filter_source(arches))
     array = (_SockFilter * len(insns))(*(_SockFilter(*insn) for insn in insns))
     return SeccompProgram(array, _SockFprog(len(insns), ctypes.cast(array, ctypes.POINTER(_SockFilter))))
@@ -170,7 +215,7 @@ def network_filter() -> SeccompProgram:
 @functools.cache
 def seccomp_reason() -> str:
     """Why the network filter cannot be installed here; empty when it can."""
-    if sys.platform != "linux" or platform.machine().lower() not in _NETWORK_RULES:
+    if sys.platform != "linux" or platform.machine().lower() not in _TABLES:
         return f"no seccomp filter is known for {sys.platform} on {platform.machine()}"
     # A NULL program installs nothing: EFAULT says filter mode is there and the pointer was read.
     probe = libc_handle().prctl(
