@@ -103,7 +103,9 @@ class SnapshotRepo:
         if not (git_dir / "HEAD").exists():
             git_dir.parent.mkdir(parents=True, exist_ok=True)
             try:
-                proc = run_git("init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[])
+                proc = run_git(
+                    "init", "--quiet", "--bare", str(git_dir), cwd=git_dir.parent, env=_clean_env(), filters=[]
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise CheckpointError(f"cannot create the checkpoint repository {git_dir}: {exc}") from None
             if proc.returncode != 0:

@@ -25,7 +25,7 @@ from agent.checkpoint_preimages import Preimages
 from agent.text_lines import one_line
 
 # Re-exported: tests patch the timeout here (the message that names it is agent.checkpoint_git's).
-from tools.safe_git import GIT_TIMEOUT_SECONDS
+from tools.safe_git import GIT_TIMEOUT_SECONDS  # noqa: F401
 
 __all__ = ["REF_NAMESPACE", "Checkpoint", "CheckpointError", "CheckpointStore"]
 
@@ -102,7 +102,9 @@ class CheckpointStore:
             created = datetime.now(UTC).replace(microsecond=0)
             stamp = f"{int(created.timestamp())} +0000"
             dates = {"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-            commit = self._repo.git("commit-tree", tree, *parent, stdin=message.encode(), extra_env=dates).decode().strip()
+            commit = (
+                self._repo.git("commit-tree", tree, *parent, stdin=message.encode(), extra_env=dates).decode().strip()
+            )
             checkpoint = Checkpoint(self.session_id, number, subject, commit, created)
             # The empty old value makes git refuse to overwrite a ref someone else just made.
             self._repo.git("update-ref", "-m", "localagent checkpoint", checkpoint.ref, commit, "")

@@ -68,6 +68,6 @@ def split_current_turn(
     messages: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     system = [m for m in messages[:1] if m.get("role") == "system"]
-    rest = messages[len(system):]
+    rest = messages[len(system) :]
     last_user = max((i for i, m in enumerate(rest) if m.get("role") == "user"), default=0)
     return system, rest[:last_user], rest[last_user:]

@@ -60,9 +60,7 @@ from tools.sandbox import sandbox_available
 
 __all__ = ["Agent", "AgentConfig", "AgentTool", "EventSink", "Recover", "TurnStop"]
 
-EMPTY_REPLY_NUDGE = (
-    "[localagent] Your last reply was empty. Answer the task in text, or call a tool to make progress."
-)
+EMPTY_REPLY_NUDGE = "[localagent] Your last reply was empty. Answer the task in text, or call a tool to make progress."
 
 
 @dataclass
@@ -334,7 +332,11 @@ class Agent:
                 self.totals["tool_calls"] += 1
                 yield self._emit(
                     ToolCallFinished(
-                        call.id, call.name, result.output, result.is_error, time.monotonic() - started,
+                        call.id,
+                        call.name,
+                        result.output,
+                        result.is_error,
+                        time.monotonic() - started,
                         _jsonable(result.metadata),
                     )
                 )

@@ -145,8 +145,12 @@ class PermissionPolicy:
         sandboxed = self.mode is PermissionMode.READ_ONLY and tool_name == BASH_TOOL and self.bash_sandboxed
         if self.mode is PermissionMode.READ_ONLY and not reads_only and not sandboxed:
             return made("deny", f"read-only mode: {tool_name} is not allowed")
-        if call.tool_name in FILE_EDIT_TOOLS and call.path is not None and call.path.resolved is None \
-                and call.path.root is not None:
+        if (
+            call.tool_name in FILE_EDIT_TOOLS
+            and call.path is not None
+            and call.path.resolved is None
+            and call.path.root is not None
+        ):
             # The tool refuses it too; asking the person first would only ask about nothing.
             return made("deny", f"{call.path.written} is outside the workspace; file tools write only inside it")
         guarded = _guarded_write(call, self.mode_hint) if self.mode is not PermissionMode.FULL_AUTO else None
@@ -172,10 +176,7 @@ class PermissionPolicy:
             return made("allow", f"auto-edit mode allows file edits ({tool_name})")
         return made("ask", f"{self.mode.value} mode: {tool_name} needs approval")
 
-
-    def _outside_sandbox(
-        self, call: CallView, arguments: Mapping[str, Any], made: Callable[..., Decision]
-    ) -> Decision:
+    def _outside_sandbox(self, call: CallView, arguments: Mapping[str, Any], made: Callable[..., Decision]) -> Decision:
         """A command the model asks to run without the sandbox: never without the person's word
         (or an allow rule they wrote), in every mode; never in read-only."""
         if self.mode is PermissionMode.READ_ONLY:
@@ -187,8 +188,11 @@ class PermissionPolicy:
         allowing = allowing_rules(self.rules.allow, call)
         if allowing:
             return made("allow", f"outside the sandbox, allowed by rule {allowing[0].text}", allowing[0])
-        return made("ask", f"asks to run outside the sandbox: {reason}",
-                    remedy=f"add an allow rule such as {rule_for_call(BASH_TOOL, call.summary)}")
+        return made(
+            "ask",
+            f"asks to run outside the sandbox: {reason}",
+            remedy=f"add an allow rule such as {rule_for_call(BASH_TOOL, call.summary)}",
+        )
 
 
 def resolve_without_person(decision: Decision) -> Decision:

@@ -313,7 +313,6 @@ class SessionStore:
             raise SessionError(f"cannot read session file {path}: {exc.strerror or exc}") from exc
         return parse_session(data, path)
 
-
     def _summarise(self, path: Path, loaded: LoadedSession) -> SessionSummary:
         user_texts = [_event_text(e) for e in loaded.events if e.get("type") in self.user_event_types]
         first = next((t for t in user_texts if t), None)

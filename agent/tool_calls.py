@@ -56,8 +56,7 @@ def calls_in_reply(reply: StepResult, tools: Mapping[str, AgentTool], turn: int)
         return [_checked(c, tools) for c in calls], reply.text
     parsed = parse_text_tool_calls(reply.text, set(tools), {n: t.parameters for n, t in tools.items()})
     calls = [
-        ToolCall(id=f"call_text_{turn}_{i}", name=c.name, arguments=c.arguments)
-        for i, c in enumerate(parsed.calls)
+        ToolCall(id=f"call_text_{turn}_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(parsed.calls)
     ]
     if parsed.errors and not calls:
         # Something call-shaped that we could not use: tell the model how to call.

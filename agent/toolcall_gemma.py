@@ -56,7 +56,7 @@ class _GemmaArgs:
         start = self.i + len(_GEMMA_QUOTE)
         end = self.s.find(_GEMMA_QUOTE, start)
         if end < 0:
-            raise ParseError("unterminated <|\"|> string")
+            raise ParseError('unterminated <|"|> string')
         self.i = end + len(_GEMMA_QUOTE)
         return self.s[start:end]
 
@@ -139,9 +139,7 @@ class _GemmaArgs:
 
 def _gemma_to_json(body: str) -> str:
     """Rewrite <|"|> strings as JSON strings so json_repair can take over."""
-    return re.sub(
-        r'<\|"\|>(.*?)(?:<\|"\|>|\Z)', lambda m: json.dumps(m.group(1)), body, flags=re.S
-    )
+    return re.sub(r'<\|"\|>(.*?)(?:<\|"\|>|\Z)', lambda m: json.dumps(m.group(1)), body, flags=re.S)
 
 
 def _arguments(body: str, pos: int, name: str) -> tuple[Any, int]:

@@ -102,7 +102,7 @@ def parse_json_calls(payload: Any, raw: str, known: Collection[str]) -> tuple[li
                 parts = (item["name"], {})
             else:
                 errors.append(
-                    f"tool call must be an object with \"name\" and \"arguments\", got {one_line(json.dumps(item), 80)}"
+                    f'tool call must be an object with "name" and "arguments", got {one_line(json.dumps(item), 80)}'
                 )
                 continue
         name, raw_args = parts

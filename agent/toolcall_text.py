@@ -52,13 +52,9 @@ class TextParseResult:
 # generation often stops right before the closing tag (it can be a stop token),
 # and a missing close must not swallow the following call.
 _HERMES_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.S)
-_FUNCTION_BLOCK = re.compile(
-    r"<function=([^>\s]+)\s*>(.*?)(?:</function>|(?=<function=)|(?=</tool_call>)|\Z)", re.S
-)
+_FUNCTION_BLOCK = re.compile(r"<function=([^>\s]+)\s*>(.*?)(?:</function>|(?=<function=)|(?=</tool_call>)|\Z)", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>]+?)\s*>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
-_FENCE = re.compile(
-    r"(?P<fence>`{3,})[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)\n?[ \t]*(?P=fence)", re.S
-)
+_FENCE = re.compile(r"(?P<fence>`{3,})[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)\n?[ \t]*(?P=fence)", re.S)
 # Fence languages that may carry a JSON call; ```python etc. are left alone.
 _CALL_FENCE_LANGS = {"", "json", "jsonc", "json5", "tool_call", "tool", "tool_code", "function_call"}
 # In these fences the model clearly meant a call, so an unknown name is an error
@@ -115,7 +111,9 @@ def _parse_function_body(
         return [], [unknown_tool(name, known)]
     params = list(_PARAMETER.finditer(body))
     if params:
-        args = {m.group(1).strip(): _decode_parameter(m.group(2), _string_typed(schema, m.group(1).strip())) for m in params}
+        args = {
+            m.group(1).strip(): _decode_parameter(m.group(2), _string_typed(schema, m.group(1).strip())) for m in params
+        }
         return [TextToolCall(name, args, raw)], []
     stripped = body.strip()
     if not stripped:
@@ -162,7 +160,10 @@ def _overlaps(start: int, end: int, spans: list[_Found]) -> bool:
 
 def _find_tagged(text: str, known: Collection[str], schemas: Mapping[str, Mapping[str, Any]]) -> list[_Found]:
     """Calls in tags: Gemma's first, then Hermes/Qwen blocks, then bare <function=...> forms."""
-    found = [_Found(m.start(), m.end(), *parse_gemma_block(m.group(1), m.group(0), known)) for m in GEMMA_BLOCK.finditer(text)]
+    found = [
+        _Found(m.start(), m.end(), *parse_gemma_block(m.group(1), m.group(0), known))
+        for m in GEMMA_BLOCK.finditer(text)
+    ]
     for m in _HERMES_BLOCK.finditer(text):
         if not _overlaps(m.start(), m.end(), found):
             found.append(_Found(m.start(), m.end(), *_parse_hermes_block(m.group(1), m.group(0), known, schemas)))

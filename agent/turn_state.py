@@ -73,7 +73,8 @@ class TurnState:
             raise TurnStop(
                 "length" if cut else "empty_answer",
                 "the model hit its token limit without answering (finish_reason=length); "
-                "raise agent.max_tokens or the context size" if cut
+                "raise agent.max_tokens or the context size"
+                if cut
                 else "the model answered with nothing, twice",
             )
         self.nudged_empty = True

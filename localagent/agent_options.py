@@ -64,21 +64,30 @@ def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "
     )
     endpoint = parser.add_mutually_exclusive_group()
     endpoint.add_argument(
-        "--profile", dest=f"{dest_prefix}profile", metavar="PROFILE",
+        "--profile",
+        dest=f"{dest_prefix}profile",
+        metavar="PROFILE",
         help="server profile to start or attach to (default: server.profile)",
     )
     endpoint.add_argument(
-        "--base-url", dest=f"{dest_prefix}base_url", metavar="BASE_URL",
+        "--base-url",
+        dest=f"{dest_prefix}base_url",
+        metavar="BASE_URL",
         help="use this OpenAI-compatible endpoint instead of a managed server",
     )
     parser.add_argument(
-        "--model", dest=f"{dest_prefix}model", metavar="NAME",
+        "--model",
+        dest=f"{dest_prefix}model",
+        metavar="NAME",
         help="the model name requests carry (default: the profile's model_id, else the server's first /v1/models id)",
     )
     parser.add_argument("--sandbox", dest=f"{dest_prefix}sandbox", choices=["on", "off"], help=SANDBOX_HELP)
     parser.add_argument("--resume", dest=f"{dest_prefix}resume", metavar="ID|last", help="continue a saved session")
     parser.add_argument(
-        "-c", "--continue", dest=f"{dest_prefix}continue_last", action="store_true",
+        "-c",
+        "--continue",
+        dest=f"{dest_prefix}continue_last",
+        action="store_true",
         help="continue the most recent session in this workspace (--resume last)",
     )
     add_mcp_arguments(parser, dest_prefix=dest_prefix)
@@ -93,19 +102,29 @@ def add_rule_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = ""
         (("--disallowed-tools", "--disallowedTools"), "disallowed_tools", "deny"),
     ):
         parser.add_argument(
-            *flags, dest=f"{dest_prefix}{dest}", action="extend", nargs="+", default=[], metavar="RULE",
-            help=f"permission rules to {what}, comma- or space-separated, e.g. \"Bash(git log:*)\" Read;"
+            *flags,
+            dest=f"{dest_prefix}{dest}",
+            action="extend",
+            nargs="+",
+            default=[],
+            metavar="RULE",
+            help=f'permission rules to {what}, comma- or space-separated, e.g. "Bash(git log:*)" Read;'
             f" added to the config's {what} list (give the prompt first, or after --)",
         )
 
 
 def add_mcp_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
     parser.add_argument(
-        "--mcp-config", dest=f"{dest_prefix}mcp_config", type=Path, metavar="FILE",
+        "--mcp-config",
+        dest=f"{dest_prefix}mcp_config",
+        type=Path,
+        metavar="FILE",
         help="more MCP servers, in .mcp.json format",
     )
     parser.add_argument(
-        "--trust-project-mcp", dest=f"{dest_prefix}trust_project_mcp", action="store_true",
+        "--trust-project-mcp",
+        dest=f"{dest_prefix}trust_project_mcp",
+        action="store_true",
         help="start the servers of this repository's .mcp.json without asking",
     )
 

@@ -181,8 +181,16 @@ async def build_agent(
     if checkpoints.notice:
         notes.append(checkpoints.notice)
     return AgentRuntime(
-        agent, None if shared is not None else handle, session_id, checkpoints, base_url, writer, mcp, notes,
-        api_key=api_key, model=model,
+        agent,
+        None if shared is not None else handle,
+        session_id,
+        checkpoints,
+        base_url,
+        writer,
+        mcp,
+        notes,
+        api_key=api_key,
+        model=model,
         rules=None if options.headless else ConfigRuleStore.for_workspace(ctx.paths, ctx.workspace),
     )
 

@@ -17,8 +17,13 @@ def build_with_progress(ctx: AppContext, request: BuildRequest) -> BuildResult:
     """Build (or find cached) llama-server and its RPC worker, with a progress bar on stderr."""
     dirs = ctx.paths.server_dirs()
     with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=err, transient=True,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[detail]}"),
+        console=err,
+        transient=True,
     ) as progress:
         task = progress.add_task("building llama-server", total=100, detail="")
 

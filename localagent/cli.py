@@ -42,8 +42,13 @@ class _LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]  # ar
     """Subcommands listed by name and help; a command's real parser is built by its module's
     `register` when that command is chosen."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         name = values[0] if values else None
         if name in COMMANDS and name not in _loaded:
             load_command(self, name)
@@ -66,8 +71,13 @@ def load_command(commands: argparse._SubParsersAction, name: str) -> None:  # ty
 class _VersionAction(argparse.Action):
     """`--version`, reading the installed version only when asked (importlib.metadata is slow)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
 
         from localagent.version import package_version
 

@@ -45,9 +45,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
             out.print(f"  {one_line_safe(line)}", soft_wrap=True, markup=False)
     else:
         out.print(f"{path} changed since you approved it:", soft_wrap=True, markup=False)
-        diff = difflib.unified_diff(
-            before.splitlines(), text.splitlines(), "approved", "now", lineterm="", n=2
-        )
+        diff = difflib.unified_diff(before.splitlines(), text.splitlines(), "approved", "now", lineterm="", n=2)
         for line in diff:
             out.print(f"  {one_line_safe(line)}", soft_wrap=True, markup=False)
     try:

@@ -32,8 +32,12 @@ def sandbox_report() -> list[str]:
     else:
         lines.append(f"bash sandbox: NONE ({why_not})")
     lines.append(f"  bubblewrap: {program}" if program else f"  bubblewrap: not used ({bwrap_reason})")
-    lines.append(f"  landlock: ABI {support.abi}" if support.available else f"  landlock: unavailable ({support.reason})")
-    lines.append("  seccomp: socket() refused with the network off" if not seccomp else f"  seccomp: unavailable ({seccomp})")
+    lines.append(
+        f"  landlock: ABI {support.abi}" if support.available else f"  landlock: unavailable ({support.reason})"
+    )
+    lines.append(
+        "  seccomp: socket() refused with the network off" if not seccomp else f"  seccomp: unavailable ({seccomp})"
+    )
     holds = {
         "bubblewrap": "writes outside the workspace and temp folders, protected paths, every network "
                       "socket, signals to other processes, secret home folders and session services",

@@ -78,7 +78,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         detail = row["error"] or row["target"]
         tools = "-" if row["tool_count"] is None else str(row["tool_count"])
-        table.add_row(*(escape(one_line_safe(str(v))) for v in (row["name"], row["source"], row["transport"], row["state"], tools, detail)))
+        table.add_row(
+            *(
+                escape(one_line_safe(str(v)))
+                for v in (row["name"], row["source"], row["transport"], row["state"], tools, detail)
+            )
+        )
     out.print(table)
     return 0
 

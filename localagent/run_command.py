@@ -39,16 +39,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Exit codes: 0 done, 1 error, 2 bad input or configuration, 3 turn or time limit.",
     )
     run.add_argument(
-        "task", metavar="PROMPT|FILE|-",
+        "task",
+        metavar="PROMPT|FILE|-",
         help="the prompt itself, a task file (Markdown or text), or - to read the task from standard input;"
         " with a prompt, text piped to standard input is attached after it as context",
     )
     run.add_argument(
-        "--output-format", choices=["text", "json", "stream-json"], default="text",
+        "--output-format",
+        choices=["text", "json", "stream-json"],
+        default="text",
         help="text: the answer; json: Claude Code's result object; stream-json: Claude Code's messages, one per line",
     )
     run.add_argument(
-        "--include-partial-messages", action="store_true",
+        "--include-partial-messages",
+        action="store_true",
         help="with --output-format stream-json: each token as a stream_event line too",
     )
     run.add_argument("--max-turns", type=int, help="most model steps before stopping (exit 3)")
@@ -172,7 +176,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             summary.session_id,
             summary.updated.astimezone().strftime("%Y-%m-%d %H:%M"),
             str(summary.turns),
-            one_line_safe((summary.first_user_message or "").splitlines()[0][:60]) if summary.first_user_message else "",
+            one_line_safe((summary.first_user_message or "").splitlines()[0][:60])
+            if summary.first_user_message
+            else "",
         ]
         table.add_row(*row, *([one_line_safe(summary.workspace)] if args.all else []))
     out.print(table)

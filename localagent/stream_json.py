@@ -343,8 +343,18 @@ def result_fields(
     ours = summary.to_dict()
     message["localagent"] = {
         key: ours[key]
-        for key in ("status", "message", "tokens_per_second", "drafted", "accepted", "acceptance", "steps", "turns",
-                    "tool_calls", "files_changed")
+        for key in (
+            "status",
+            "message",
+            "tokens_per_second",
+            "drafted",
+            "accepted",
+            "acceptance",
+            "steps",
+            "turns",
+            "tool_calls",
+            "files_changed",
+        )
     } | {"prompt_cache_reuse": usage.cache_reuse}
     # The earlier result's fields, where scripts already read them.
     return message | {key: value for key, value in ours.items() if key not in message}
@@ -363,6 +373,4 @@ def _model_usage(usage: Usage) -> dict[str, Any]:
 def failure_result(message: str, *, session_id: str | None = None, duration_s: float = 0.0) -> dict[str, Any]:
     """The result of a run that failed before the agent started (no server, a bad setting)."""
     summary = RunSummary(status="error", message=message, session_id=session_id, duration_s=duration_s)
-    return result_fields(
-        summary, num_turns=0, duration_api_ms=0, usage=Usage(), model=None, permission_denials=[]
-    )
+    return result_fields(summary, num_turns=0, duration_api_ms=0, usage=Usage(), model=None, permission_denials=[])

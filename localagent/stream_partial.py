@@ -41,7 +41,11 @@ class PartialMessage:
             events.extend(self._stop_block())
             self._index += 1
             self._open = kind
-            block = {"type": "text", "text": ""} if kind == "text" else {"type": "thinking", "thinking": "", "signature": ""}
+            block = (
+                {"type": "text", "text": ""}
+                if kind == "text"
+                else {"type": "thinking", "thinking": "", "signature": ""}
+            )
             events.append({"type": "content_block_start", "index": self._index, "content_block": block})
         key = "text" if kind == "text" else "thinking"
         delta = {"type": _DELTA_TYPE[kind], key: text}

@@ -208,4 +208,3 @@ def _not_empty(text: str, where: str) -> str:
     if not text.strip():
         raise UsageError(f"the task {where} is empty; write what the agent should do")
     return text
-

@@ -13,7 +13,7 @@ def url_problem(url: str) -> str | None:
         return "contains spaces or control characters"
     try:
         parts = urlsplit(url)
-        parts.port
+        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
     except ValueError as exc:
         return f"is not a valid URL ({exc})"
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "worker",
         help="run an RPC worker here, for a llama-server elsewhere to keep layers on (builds it if needed)",
     )
-    worker.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    worker.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
     worker.add_argument("--port", type=int, default=DEFAULT_WORKER_PORT, help=f"default {DEFAULT_WORKER_PORT}")
     worker.add_argument("--threads", "-t", type=int, help="CPU threads for the worker's CPU device")
     worker.add_argument("--cache", action="store_true", help="keep received tensors on disk: restarts load faster")

@@ -98,8 +98,8 @@ def _report(plan: LaunchPlan, log_path: Path) -> Callable[[SupervisorStatus], No
         if status.state == ServerState.READY and status.pid is not None and status.pid not in announced:
             announced.add(status.pid)
             out.print(
-                f"RPC worker ready on {plan.host}:{plan.port} (pid {status.pid}); log: {log_path}. "
-                "Ctrl-C stops it", soft_wrap=True,
+                f"RPC worker ready on {plan.host}:{plan.port} (pid {status.pid}); log: {log_path}. Ctrl-C stops it",
+                soft_wrap=True,
             )
         elif status.state == ServerState.RESTARTING and status.message:
             err.print(escape(status.message), soft_wrap=True)

@@ -159,7 +159,7 @@ def _rule_problem(rule: Any) -> str | None:
     embedder adds besides those is dropped too.
     """
     if not isinstance(rule, str):
-        return f"{rule!r} is not a rule; write one as a string, e.g. \"view(.env)\""
+        return f'{rule!r} is not a rule; write one as a string, e.g. "view(.env)"'
     try:
         check_rule_name(Rule.parse(rule))
     except PermissionConfigError as exc:

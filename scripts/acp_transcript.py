@@ -41,17 +41,30 @@ async def main() -> None:
     env = dict(os.environ, LOCALAGENT_HOME=tempfile.mkdtemp(), LOCALAGENT_CACHE_DIR=str(app_paths().cache))
     turns = [
         ScriptedTurn(reasoning="The sign is wrong.", tool_calls=[ScriptedToolCall("view", {"path": "app.py"})]),
-        ScriptedTurn(tool_calls=[ScriptedToolCall("edit", {"path": "app.py", "old_string": "a - b",
-                                                            "new_string": "a + b"})]),
+        ScriptedTurn(
+            tool_calls=[ScriptedToolCall("edit", {"path": "app.py", "old_string": "a - b", "new_string": "a + b"})]
+        ),
         ScriptedTurn(text="Fixed: add() adds now."),
     ]
     with ScriptedModelServer(turns, speculative=True) as model:
         async with spawn_agent_process(
-            RecordingClient(answers=["once"]), sys.executable, "-m", "localagent.cli", "acp", "--base-url",
-            model.base_url, env=env, cwd=str(work), transport_kwargs={"stderr": None}, observers=[show],
+            RecordingClient(answers=["once"]),
+            sys.executable,
+            "-m",
+            "localagent.cli",
+            "acp",
+            "--base-url",
+            model.base_url,
+            env=env,
+            cwd=str(work),
+            transport_kwargs={"stderr": None},
+            observers=[show],
         ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
-                                  client_info=Implementation(name="transcript", version="1"))
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="transcript", version="1"),
+            )
             session = await conn.new_session(cwd=str(work), mcp_servers=[])
             await conn.prompt(session_id=session.session_id, prompt=[text_block("fix add() in app.py")])
 

@@ -32,8 +32,10 @@ def main() -> None:
                 started = time.perf_counter()
                 subprocess.run([program, *command], capture_output=True, env=env, check=False)
                 times.append(time.perf_counter() - started)
-            print(f"localagent {' '.join(command):<15} median {statistics.median(times):.3f} s "
-                  f"(min {min(times):.3f}, max {max(times):.3f}, {args.runs} runs)")
+            print(
+                f"localagent {' '.join(command):<15} median {statistics.median(times):.3f} s "
+                f"(min {min(times):.3f}, max {max(times):.3f}, {args.runs} runs)"
+            )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def top_words(text: str, n: int = 10) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:n]
 '''
 
-TESTS = '''import unittest
+TESTS = """import unittest
 
 from textstats.counting import top_words, word_counts, words
 
@@ -71,7 +71,7 @@ class CountingTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 
 MAIN = '''"""python -m textstats FILE [N]: the N most frequent words of FILE."""
 
@@ -114,23 +114,33 @@ def scripted_turns() -> tuple[list[ScriptedTurn], list[ScriptedTurn]]:
         call("bash", command=RUN_TESTS),
         call("view", path="textstats/counting.py"),
         call(
-            "edit", path="textstats/counting.py",
-            old_string="    return _WORD.findall(text)", new_string="    return [w.lower() for w in _WORD.findall(text)]",
+            "edit",
+            path="textstats/counting.py",
+            old_string="    return _WORD.findall(text)",
+            new_string="    return [w.lower() for w in _WORD.findall(text)]",
         ),
-        call("edit", path="textstats/counting.py", old_string='"""The words of `text`, in order."""',
-             new_string='"""The words of `text`, lower-cased, in order."""'),
+        call(
+            "edit",
+            path="textstats/counting.py",
+            old_string='"""The words of `text`, in order."""',
+            new_string='"""The words of `text`, lower-cased, in order."""',
+        ),
         call("bash", command=RUN_TESTS),
-        ScriptedTurn(text=(
-            "Created `textstats` with `words`, `word_counts` and `top_words` in `textstats/counting.py`, and three "
-            "tests in `tests/test_counting.py`. The first run failed `test_counts_ignore_case` (\"The\" and \"the\" "
-            "were counted apart); `words` now lower-cases, and all three tests pass."
-        )),
+        ScriptedTurn(
+            text=(
+                "Created `textstats` with `words`, `word_counts` and `top_words` in `textstats/counting.py`, and three "
+                'tests in `tests/test_counting.py`. The first run failed `test_counts_ignore_case` ("The" and "the" '
+                "were counted apart); `words` now lower-cases, and all three tests pass."
+            )
+        ),
     ]
     second = [
         call("view", path="tests/test_counting.py"),
         call("create", path="textstats/__main__.py", content=MAIN),
         call(
-            "edit", path="tests/test_counting.py", old_string='\n\nif __name__ == "__main__":',
+            "edit",
+            path="tests/test_counting.py",
+            old_string='\n\nif __name__ == "__main__":',
             new_string=(
                 "\n\n    def test_main_prints_counts(self):\n        import io, contextlib, tempfile, os\n"
                 "        from textstats.__main__ import main\n        with tempfile.NamedTemporaryFile('w', delete=False) as f:\n"
@@ -141,11 +151,13 @@ def scripted_turns() -> tuple[list[ScriptedTurn], list[ScriptedTurn]]:
         ),
         call("bash", command=RUN_TESTS),
         call("bash", command="printf 'to be or not to be\\n' > /tmp/sample.txt; python -m textstats /tmp/sample.txt 3"),
-        ScriptedTurn(text=(
-            "Added `python -m textstats FILE [N]` in `textstats/__main__.py`, printing the N most frequent words with "
-            "their counts, and a test for it; the four tests pass. `python -m textstats sample.txt 3` prints `2 be`, "
-            "`2 to`, `1 not`."
-        )),
+        ScriptedTurn(
+            text=(
+                "Added `python -m textstats FILE [N]` in `textstats/__main__.py`, printing the N most frequent words with "
+                "their counts, and a test for it; the four tests pass. `python -m textstats sample.txt 3` prints `2 be`, "
+                "`2 to`, `1 not`."
+            )
+        ),
     ]
     return first, second
 
@@ -162,8 +174,16 @@ def run_agent(args: list[str], workspace: Path, home: Path) -> None:
     # A fresh home for the sessions, the usual cache for the built server and the models.
     env = dict(os.environ, LOCALAGENT_HOME=str(home), LOCALAGENT_CACHE_DIR=str(app_paths().cache))
     command = [sys.executable, "-m", "localagent.cli", "run", *args]
-    done = subprocess.run(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=900, check=False)
+    done = subprocess.run(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"localagent run {args[0]!r} exited {done.returncode}:\n{done.stderr[-2000:]}")
 
@@ -182,11 +202,30 @@ def record_scripted(out: Path) -> None:
     home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
     first, second = scripted_turns()
     with ScriptedModelServer(first) as model:
-        run_agent(["Create a small Python package textstats that counts words, with unittest tests, and make them pass.",
-                   "--base-url", model.base_url, "--mode", "full-auto"], workspace, home)
+        run_agent(
+            [
+                "Create a small Python package textstats that counts words, with unittest tests, and make them pass.",
+                "--base-url",
+                model.base_url,
+                "--mode",
+                "full-auto",
+            ],
+            workspace,
+            home,
+        )
         model.add_turns(*second)
-        run_agent(["Add a command line: python -m textstats FILE [N] prints the N most common words. Test it.",
-                   "--base-url", model.base_url, "--mode", "full-auto", "-c"], workspace, home)
+        run_agent(
+            [
+                "Add a command line: python -m textstats FILE [N] prints the N most common words. Test it.",
+                "--base-url",
+                model.base_url,
+                "--mode",
+                "full-auto",
+                "-c",
+            ],
+            workspace,
+            home,
+        )
     shutil.copyfile(newest_session(home), out / "scripted-build.jsonl")
 
 
@@ -194,8 +233,11 @@ def record_tiny(out: Path) -> None:
     home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
     (workspace / "README.md").write_text("textstats: word statistics for plain text.\n")
     for i, prompt in enumerate(TINY_PROMPTS):
-        run_agent([prompt, "--profile", "tiny", "--mode", "read-only", "--max-turns", "3", *(["-c"] if i else [])],
-                  workspace, home)
+        run_agent(
+            [prompt, "--profile", "tiny", "--mode", "read-only", "--max-turns", "3", *(["-c"] if i else [])],
+            workspace,
+            home,
+        )
     shutil.copyfile(newest_session(home), out / "tiny-chat.jsonl")
 
 

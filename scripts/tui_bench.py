@@ -84,13 +84,9 @@ class Typist(threading.Thread):
 
 
 # long: the key hook, the paint hook and the typist share the timestamps they measure.
-async def bench(
-    rate: float, tokens: int, width: int, height: int, key_every: float
-) -> dict[str, object]:
+async def bench(rate: float, tokens: int, width: int, height: int, key_every: float) -> dict[str, object]:
     agent = SyntheticAgent(tokens_per_second=rate, tokens=tokens)
-    app = LocalAgentApp(
-        factory_for(SyntheticRuntime(agent)), label="bench", telemetry=False
-    )
+    app = LocalAgentApp(factory_for(SyntheticRuntime(agent)), label="bench", telemetry=False)
     keys = Keys()
     prompt: list[PromptInput] = []
 
@@ -148,15 +144,9 @@ async def bench(
         answers = app.chat.query(AssistantMessage)
         complete = bool(answers) and answers.last().source == answers.last().text != ""
     # Only the keys pressed while the answer streamed, and in time to be seen before the end.
-    during = [
-        i
-        for i, at in enumerate(keys.pressed)
-        if at <= (agent.last_token_at or finished)
-    ]
+    during = [i for i, at in enumerate(keys.pressed) if at <= (agent.last_token_at or finished)]
     painted = [keys.shown[i] - keys.pressed[i] for i in during if i < len(keys.shown)]
-    handled = [
-        keys.changed[i] - keys.pressed[i] for i in during if i < len(keys.changed)
-    ]
+    handled = [keys.changed[i] - keys.pressed[i] for i in during if i < len(keys.changed)]
     result = _result(agent, rate, tokens, started, finished, complete, painted, handled)
     result.update(
         key_presses_unseen=len(during) - len(painted),
@@ -214,10 +204,7 @@ def _burn(stop_at: float) -> None:
 def background_load(processes: int, seconds: float) -> Iterator[None]:
     """`processes` busy loops for at most `seconds`, stopped when the block ends."""
     workers = [
-        multiprocessing.Process(
-            target=_burn, args=(time.monotonic() + seconds,), daemon=True
-        )
-        for _ in range(processes)
+        multiprocessing.Process(target=_burn, args=(time.monotonic() + seconds,), daemon=True) for _ in range(processes)
     ]
     for worker in workers:
         worker.start()
@@ -230,9 +217,7 @@ def background_load(processes: int, seconds: float) -> Iterator[None]:
 
 
 def report(result: dict[str, object]) -> None:
-    print(
-        f"streamed {result['tokens']} tokens at a target of {result['rate_target']:.0f} tok/s"
-    )
+    print(f"streamed {result['tokens']} tokens at a target of {result['rate_target']:.0f} tok/s")
     print(
         f"app throughput: {result['throughput_tok_s']} tok/s over {result['seconds']} s "
         f"(ideal {result['ideal_seconds']} s) -> {'keeps up' if result['keeps_up'] else 'FALLS BEHIND'}"
@@ -255,31 +240,21 @@ def report(result: dict[str, object]) -> None:
         float(str(result["key_delay_p95_ms"])),
     )
     goal = result["keeps_up"] and 0 <= median < 50 and 0 <= p95 < 100
-    print(
-        f"goal (keep up, median key delay < 50 ms, p95 < 100 ms): {'met' if goal else 'NOT met'}"
-    )
+    print(f"goal (keep up, median key delay < 50 ms, p95 < 100 ms): {'met' if goal else 'NOT met'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--rate", type=float, default=2000.0, help="tokens per second to stream"
-    )
+    parser.add_argument("--rate", type=float, default=2000.0, help="tokens per second to stream")
     parser.add_argument("--tokens", type=int, default=10_000)
     parser.add_argument("--size", default="140x44", help="terminal WIDTHxHEIGHT")
-    parser.add_argument(
-        "--key-every", type=float, default=0.1, help="seconds between key presses"
-    )
-    parser.add_argument(
-        "--burn", type=int, default=0, help="busy processes to run alongside (load)"
-    )
+    parser.add_argument("--key-every", type=float, default=0.1, help="seconds between key presses")
+    parser.add_argument("--burn", type=int, default=0, help="busy processes to run alongside (load)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     width, height = (int(x) for x in args.size.lower().split("x"))
     with background_load(args.burn, 10 * args.tokens / args.rate + 60):
-        result = asyncio.run(
-            bench(args.rate, args.tokens, width, height, args.key_every)
-        )
+        result = asyncio.run(bench(args.rate, args.tokens, width, height, args.key_every))
     result["burn"] = args.burn
     if args.json:
         print(json.dumps(result))

@@ -133,7 +133,12 @@ def build_launch_plan(
             "use 127.0.0.1 unless you mean to share it (and then set an api_key)"
         )
     return LaunchPlan(
-        argv=out.argv, host=host, port=port, notes=notes, model_bytes=models.size_bytes(), env=env,
+        argv=out.argv,
+        host=host,
+        port=port,
+        notes=notes,
+        model_bytes=models.size_bytes(),
+        env=env,
         rpc_workers=tuple(profile.rpc_workers),
     )
 

@@ -44,9 +44,7 @@ def newest_cached_build(builds_dir: Path) -> Path | None:
     """The newest cached build that passed its smoke test on this machine: a home directory shared
     with another machine may hold builds that would die here."""
     records = SmokeRecords(builds_dir / ".smoke")
-    candidates = [
-        p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK) and records.passed(p)
-    ]
+    candidates = [p for p in builds_dir.glob("*/llama-server") if os.access(p, os.X_OK) and records.passed(p)]
     if not candidates:
         return None
     return max(candidates, key=lambda p: p.stat().st_mtime)

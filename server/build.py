@@ -115,7 +115,10 @@ def detect_cuda_arch() -> str:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise BuildError(
@@ -261,7 +264,10 @@ def _compile(
             targets += portable_cpu_targets(listing)
         _run_logged(
             ["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(jobs)],
-            log_file, log, progress, "compile",
+            log_file,
+            log,
+            progress,
+            "compile",
         )
 
 
@@ -317,9 +323,7 @@ def fetch_sdist(work_dir: Path, progress: Progress | None = None) -> Path:
     index_url = os.environ.get("LOCALAGENT_PYPI_SIMPLE", PYPI_SIMPLE).rstrip("/")
     try:
         with httpx2.Client(timeout=httpx2.Timeout(30.0, read=120.0), follow_redirects=True) as client:
-            index = client.get(
-                f"{index_url}/{SDIST_NAME}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
-            )
+            index = client.get(f"{index_url}/{SDIST_NAME}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
             index.raise_for_status()
             wanted = f"{SDIST_NAME.replace('-', '_')}-{SDIST_VERSION}.tar.gz"
             entry = next((f for f in index.json()["files"] if f["filename"] == wanted), None)
@@ -360,9 +364,7 @@ def _download(client: httpx2.Client, url: str, dest: Path, sha256: str, progress
     os.replace(partial, dest)
 
 
-def _run_logged(
-    argv: list[str], log_file, log: Path, progress: Progress | None, stage: str
-) -> None:
+def _run_logged(argv: list[str], log_file, log: Path, progress: Progress | None, stage: str) -> None:
     log_file.write(f"$ {' '.join(argv)}\n")
     log_file.flush()
     tail: deque[str] = deque(maxlen=25)
@@ -373,7 +375,7 @@ def _run_logged(
         tail.append(line.rstrip())
         match = _PROGRESS.match(line)
         if progress and match:
-            progress(int(match.group(1)), line[match.end():].strip()[:80])
+            progress(int(match.group(1)), line[match.end() :].strip()[:80])
         elif progress and stage == "configure":
             progress(0, "configuring")
     code = proc.wait()

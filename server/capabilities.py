@@ -117,9 +117,7 @@ def parse_help(text: str, version: str = "unknown") -> Capabilities:
         if "--cache-type-k" in current:
             match = _ALLOWED_VALUES.search(description)
             if match:
-                cache_types = tuple(
-                    value.strip() for value in match.group(1).split("(")[0].split(",") if value.strip()
-                )
+                cache_types = tuple(value.strip() for value in match.group(1).split("(")[0].split(",") if value.strip())
 
     for line in text.splitlines():
         if line.startswith("-") and not line.startswith("-----"):
@@ -145,7 +143,7 @@ def _split_flag_line(line: str) -> tuple[list[str], str, str]:
     match = _SPELLINGS.match(line)
     head = match.group(0) if match else ""
     spellings = re.findall(r"--?[A-Za-z0-9][\w-]*", head)
-    rest = line[len(head):]
+    rest = line[len(head) :]
     hint, _, description = rest.strip().partition("  ")
     if rest.startswith("  "):
         # No value hint: the description starts right after the spellings.
@@ -161,9 +159,7 @@ def _parse_choice_list(hint: str) -> tuple[str, ...]:
 def read_capabilities(binary: Path, timeout: float = 30.0) -> Capabilities:
     """Run ``binary --help`` and ``--version`` and parse what it says."""
     try:
-        help_run = subprocess.run(
-            [str(binary), "--help"], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        help_run = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BinaryError(f"cannot run {binary} --help: {exc}") from exc
     text = help_run.stdout or help_run.stderr
@@ -182,9 +178,7 @@ def read_capabilities(binary: Path, timeout: float = 30.0) -> Capabilities:
 
 def read_version(binary: Path, timeout: float = 30.0) -> str:
     try:
-        run = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        run = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     for line in (run.stdout + run.stderr).splitlines():

@@ -110,7 +110,9 @@ def compiler_accepts(flag: str, compiler: str = "c++") -> bool:
     try:
         done = subprocess.run(
             [exe, flag, "-x", "c++", "-E", "-o", os.devnull, os.devnull],
-            capture_output=True, timeout=30, check=False,
+            capture_output=True,
+            timeout=30,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return False

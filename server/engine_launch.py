@@ -25,14 +25,36 @@ from server.program_path import which_absolute
 # the other methods too, SGLang picks its own.
 DFLASH_BLOCK = 16
 VLLM_DEFAULT_TOKENS = {"eagle": 3, "eagle3": 3, "draft": 4, "ngram-simple": 4}
-SGLANG_ALGORITHMS = {"dflash": "DFLASH", "eagle": "EAGLE", "eagle3": "EAGLE3", "draft": "STANDALONE",
-                     "ngram-simple": "NGRAM"}
-VLLM_METHODS = {"dflash": "dflash", "eagle": "eagle", "eagle3": "eagle3", "draft": "draft_model",
-                "ngram-simple": "ngram"}
+SGLANG_ALGORITHMS = {
+    "dflash": "DFLASH",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "draft": "STANDALONE",
+    "ngram-simple": "NGRAM",
+}
+VLLM_METHODS = {
+    "dflash": "dflash",
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "draft": "draft_model",
+    "ngram-simple": "ngram",
+}
 # Fields only llama-server reads: set on an engine profile, they are named as not applying.
 LLAMA_ONLY_FIELDS = (
-    "gpu_layers", "batch_size", "ubatch_size", "threads", "flash_attn", "cache_type_k", "cache_type_v",
-    "kv_unified", "swa_full", "no_host", "cache_ram", "mlock", "chat_template_file", "reasoning",
+    "gpu_layers",
+    "batch_size",
+    "ubatch_size",
+    "threads",
+    "flash_attn",
+    "cache_type_k",
+    "cache_type_v",
+    "kv_unified",
+    "swa_full",
+    "no_host",
+    "cache_ram",
+    "mlock",
+    "chat_template_file",
+    "reasoning",
 )
 
 
@@ -46,7 +68,8 @@ class EngineInfo:
 ENGINES = {
     "vllm": EngineInfo("vLLM", ("vllm", "serve"), "pip install 'vllm>=0.25' (DFlash for Gemma 4 needs 0.25 or later)"),
     "sglang": EngineInfo(
-        "SGLang", ("python", "-m", "sglang.launch_server"),
+        "SGLang",
+        ("python", "-m", "sglang.launch_server"),
         "pip install 'sglang[all]>=0.5.14' (DFlash for Gemma 4 needs 0.5.14 or later)",
     ),
 }
@@ -96,8 +119,17 @@ def engine_plan(
         if api_key:
             env["VLLM_API_KEY"] = api_key  # vLLM reads it there; /health and /metrics stay open
     else:
-        argv = [*start, "--model-path", _model(profile.model), "--host", host, "--port", str(port),
-                "--enable-metrics", *_sglang_options(profile)]
+        argv = [
+            *start,
+            "--model-path",
+            _model(profile.model),
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--enable-metrics",
+            *_sglang_options(profile),
+        ]
         if api_key:
             argv += ["--api-key", api_key]  # SGLang takes it from its command line only
     argv += profile.extra_args
@@ -184,8 +216,14 @@ def _sglang_options(profile: Profile) -> list[str]:
     elif spec.n_max:
         # A chain (top-k 1) of n_max steps verifies n_max drafts plus the anchor. Unset, SGLang
         # chooses all three itself (it refuses top-k or draft tokens without the steps).
-        options += ["--speculative-num-steps", str(spec.n_max), "--speculative-eagle-topk", "1",
-                    "--speculative-num-draft-tokens", str(spec.n_max + 1)]
+        options += [
+            "--speculative-num-steps",
+            str(spec.n_max),
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            str(spec.n_max + 1),
+        ]
     return options
 
 

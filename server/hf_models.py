@@ -66,8 +66,7 @@ def resolve_exact(repo: str, filename: str, *, legacy_dir: Path, cache: Path | N
     hint = _download_hint(repo, parts)
     if offline():
         raise ModelError(
-            f"{repo}/{filename} is not in the Hugging Face cache ({hub})"
-            f" and HF_HUB_OFFLINE is set; {hint}"
+            f"{repo}/{filename} is not in the Hugging Face cache ({hub}) and HF_HUB_OFFLINE is set; {hint}"
         )
     return download(repo, parts, revision=None, cache=hub)
 
@@ -121,9 +120,7 @@ def download(repo: str, parts: list[str], *, revision: str | None, cache: Path) 
                 )
             )
         except Exception as exc:  # noqa: BLE001 - network, auth, missing file: all end the same way for the user
-            raise ModelError(
-                f"cannot download {repo}/{part} ({_reason(exc)}); {_download_hint(repo, parts)}"
-            ) from None
+            raise ModelError(f"cannot download {repo}/{part} ({_reason(exc)}); {_download_hint(repo, parts)}") from None
     return Path(paths[0])
 
 

@@ -171,10 +171,13 @@ class ServerManager:
         served = await served_model_ids(base_url, self.api_key)
         if str(models.model) not in served:
             what = f"serves {', '.join(served)}" if served else "does not list the model"
-            raise PortError(f"port {plan.port} is held by a server that {what}; stop it or choose --port N / --port auto")
+            raise PortError(
+                f"port {plan.port} is held by a server that {what}; stop it or choose --port N / --port auto"
+            )
         record = self.registry.read(plan.port)
-        return ServerHandle(base_url=base_url, profile=record.profile if record else "external", attached=True,
-                            record=record)
+        return ServerHandle(
+            base_url=base_url, profile=record.profile if record else "external", attached=True, record=record
+        )
 
     async def _wait_until_serving(self, base_url: str) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -206,7 +209,10 @@ class ServerManager:
             return launch
         profile, plan, log_path = launch.profile, launch.plan, launch.log_path
         supervisor = Supervisor(
-            plan, log_path, startup_timeout=self.startup_timeout_for(plan), policy=self.restart_policy,
+            plan,
+            log_path,
+            startup_timeout=self.startup_timeout_for(plan),
+            policy=self.restart_policy,
             api_key=self.api_key,
         )
         record = launch.record(owner_pid=os.getpid())
@@ -246,8 +252,12 @@ class ServerManager:
             return launch
         spec_path = self.dirs.records / f".spec-{launch.plan.port}.json"
         daemon.write_spec(
-            spec_path, launch.plan, launch.record(owner_pid=0),
-            startup_timeout=self.startup_timeout_for(launch.plan), api_key=self.api_key, policy=self.restart_policy,
+            spec_path,
+            launch.plan,
+            launch.record(owner_pid=0),
+            startup_timeout=self.startup_timeout_for(launch.plan),
+            api_key=self.api_key,
+            policy=self.restart_policy,
         )
         self.registry.remove(launch.plan.port)
         process = daemon.spawn(spec_path, launch.log_path)

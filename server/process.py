@@ -116,9 +116,7 @@ class ServerProcess:
             log.close()
         self.started_at = time.time()
 
-    async def wait_ready(
-        self, timeout: float, on_state: Callable[[str], None] | None = None
-    ) -> None:
+    async def wait_ready(self, timeout: float, on_state: Callable[[str], None] | None = None) -> None:
         """Return once /health says ok. Early exit and timeout raise StartError with the log's tail."""
         deadline = time.monotonic() + timeout
         last_state = ""
@@ -171,8 +169,12 @@ class ServerProcess:
         # A server computing on RPC workers dies with a bare "Remote RPC server crashed" when one
         # goes away: asking each worker is what names the one that went.
         return explain_exit(
-            code, while_loading=while_loading, model_bytes=self.plan.model_bytes, free_bytes=mem_available_bytes(),
-            program=self.plan.program, silent_workers=self._gone_workers(),
+            code,
+            while_loading=while_loading,
+            model_bytes=self.plan.model_bytes,
+            free_bytes=mem_available_bytes(),
+            program=self.plan.program,
+            silent_workers=self._gone_workers(),
             log_tail=tail_lines(self.log_path, 40),
         )
 

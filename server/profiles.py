@@ -21,8 +21,16 @@ CHATML_TOOLS_TEMPLATE = Path(__file__).resolve().parent / "templates" / "chatml-
 
 GeneratedModel = Literal["tiny-dflash-target", "tiny-dflash-draft", "tiny-dflash-draft-random"]
 SpecType = Literal[
-    "none", "dflash", "draft", "eagle", "eagle3",
-    "ngram-mod", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-cache",
+    "none",
+    "dflash",
+    "draft",
+    "eagle",
+    "eagle3",
+    "ngram-mod",
+    "ngram-simple",
+    "ngram-map-k",
+    "ngram-map-k4v",
+    "ngram-cache",
 ]
 # Who serves the profile. llama.cpp profiles run a llama-server localagent builds; vLLM and SGLang
 # profiles print (and, where installed, run) that engine's own launch command (server.engine_launch).
@@ -168,7 +176,6 @@ class Profile(_Strict):
     # (a model whose vocabulary lacks the template's end token never emits an end-of-generation).
     stop: list[str] = Field(default=[], max_length=16)
 
-
     @model_validator(mode="after")
     def _fits_its_engine(self) -> Profile:
         if problem := _engine_problem(self):
@@ -197,8 +204,10 @@ def _engine_problem(profile: Profile) -> str | None:
     spec = profile.speculative
     if profile.engine == "llama.cpp":
         if profile.tensor_parallel is not None:
-            return ("tensor_parallel is for vllm and sglang profiles; llama-server spreads a model with "
-                    "gpu_layers, tensor_split and rpc_workers")
+            return (
+                "tensor_parallel is for vllm and sglang profiles; llama-server spreads a model with "
+                "gpu_layers, tensor_split and rpc_workers"
+            )
         if spec.type in ("eagle", "eagle3"):
             return f"speculative type {spec.type!r} is for vllm and sglang profiles"
         return None
@@ -206,22 +215,22 @@ def _engine_problem(profile: Profile) -> str | None:
         if source is None:
             continue
         if source.hf is None and source.path is None:
-            return (f"a {profile.engine} profile's {what} is a Hugging Face repository (hf = \"owner/name\") "
-                    "or a local model directory (path), which the engine loads itself")
+            return (
+                f'a {profile.engine} profile\'s {what} is a Hugging Face repository (hf = "owner/name") '
+                "or a local model directory (path), which the engine loads itself"
+            )
         if source.hf is not None and ":" in source.hf:
             return f"a {profile.engine} profile's {what} is a whole repository; drop the :QUANT from {source.hf!r}"
     if profile.rpc_workers or profile.tensor_split is not None:
         return f"rpc_workers and tensor_split are llama.cpp's; a {profile.engine} profile uses tensor_parallel"
     if spec.type not in ("none", "ngram-simple", *DRAFTED_TYPES):
-        return f"a {profile.engine} profile's n-gram speculation is type \"ngram-simple\" (prompt lookup)"
+        return f'a {profile.engine} profile\'s n-gram speculation is type "ngram-simple" (prompt lookup)'
     return None
 
 
 _RECIPE_SAMPLING = Sampling(temperature=0.7, top_k=64, top_p=0.95, min_p=0.0)
 _GEMMA4_MAIN = ModelSource(hf_repo="unsloth/gemma-4-31B-it-GGUF", hf_file="gemma-4-31B-it-Q4_K_S.gguf")
-_GEMMA4_DRAFT = ModelSource(
-    hf_repo="Anbeeld/gemma-4-31B-it-DFlash-GGUF", hf_file="gemma4-31b-it-dflash-Q5_K_M.gguf"
-)
+_GEMMA4_DRAFT = ModelSource(hf_repo="Anbeeld/gemma-4-31B-it-DFlash-GGUF", hf_file="gemma4-31b-it-dflash-Q5_K_M.gguf")
 _TINY_MODEL = ModelSource(package=TINY_MODEL_PACKAGE)
 # The same model for the big engines: the original weights, and z-lab's DFlash draft for them.
 _GEMMA4_WEIGHTS = ModelSource(hf="google/gemma-4-31B-it")
@@ -293,9 +302,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             no_host=True,
             reasoning="off",
             sampling=_RECIPE_SAMPLING,
-            speculative=Speculative(
-                type="dflash", draft_model=_GEMMA4_DRAFT, draft_gpu_layers="all", cross_ctx=1024
-            ),
+            speculative=Speculative(type="dflash", draft_model=_GEMMA4_DRAFT, draft_gpu_layers="all", cross_ctx=1024),
         ),
         *(
             Profile(

@@ -85,7 +85,9 @@ def smoke_profiles(caps: Capabilities) -> list[Profile]:
     if caps.dflash_spec_type is not None:
         spec = dflash.speculative.model_copy(update={"draft_threads": None})
         cases.append(
-            dflash.model_copy(update={"name": "smoke-dflash", "threads": None, "ctx_size": SMOKE_CTX, "speculative": spec})
+            dflash.model_copy(
+                update={"name": "smoke-dflash", "threads": None, "ctx_size": SMOKE_CTX, "speculative": spec}
+            )
         )
     quantized = BUILTIN_PROFILES["tiny-baseline"].model_copy(
         update={"name": "smoke-quantized", "ctx_size": SMOKE_CTX, "swa_full": False, "threads": None}

@@ -106,8 +106,11 @@ class Supervisor:
             while time.monotonic() < deadline:
                 if self.status.state == ServerState.FAILED:
                     return False
-                if self.status.state == ServerState.READY and self.process.running and \
-                        (await probe_plan(self.plan, client, self.api_key)).state == "ready":
+                if (
+                    self.status.state == ServerState.READY
+                    and self.process.running
+                    and (await probe_plan(self.plan, client, self.api_key)).state == "ready"
+                ):
                     return True
                 await asyncio.sleep(0.2)
         return False
@@ -179,9 +182,7 @@ class Supervisor:
                     ),
                 )
                 return
-            backoff = min(
-                self.policy.first_backoff_s * 2 ** len(self._restart_times), self.policy.max_backoff_s
-            )
+            backoff = min(self.policy.first_backoff_s * 2 ** len(self._restart_times), self.policy.max_backoff_s)
             self._restart_times.append(now)
             self._set(
                 state=ServerState.RESTARTING,

@@ -142,8 +142,7 @@ class MetricsSnapshot:
             prompt_tokens_cached_total=diff(self.prompt_tokens_cached_total, earlier.prompt_tokens_cached_total),
             prompt_seconds_total=self.prompt_seconds_total - earlier.prompt_seconds_total,
             tokens_predicted_total=self.tokens_predicted_total - earlier.tokens_predicted_total,
-            tokens_predicted_seconds_total=self.tokens_predicted_seconds_total
-            - earlier.tokens_predicted_seconds_total,
+            tokens_predicted_seconds_total=self.tokens_predicted_seconds_total - earlier.tokens_predicted_seconds_total,
             draft_tokens_total=diff(self.draft_tokens_total, earlier.draft_tokens_total),
             accepted_tokens_total=diff(self.accepted_tokens_total, earlier.accepted_tokens_total),
             drafts_total=diff(self.drafts_total, earlier.drafts_total),
@@ -156,8 +155,7 @@ class MetricsSnapshot:
 def parse_metrics(text: str) -> MetricsSnapshot:
     """A ``/metrics`` page of llama-server, vLLM or SGLang (see ``server.engine_metrics``)."""
     samples = collect(text)
-    return MetricsSnapshot(**samples.values, accepted_per_position=samples.accepted_per_position,
-                           engine=samples.engine)
+    return MetricsSnapshot(**samples.values, accepted_per_position=samples.accepted_per_position, engine=samples.engine)
 
 
 @dataclass(frozen=True)
@@ -250,9 +248,16 @@ class TelemetryPoller:
                 await client.aclose()
         reachable = props is not None or metrics_text is not None
         metrics = parse_metrics(metrics_text) if metrics_text else None
-        info = ServerInfo.from_json(props if isinstance(props, dict) else None, slots if isinstance(slots, list) else None)
-        stats = replace(self.stats, at=time.time(), reachable=reachable, info=info if reachable else self.stats.info,
-                        metrics=metrics or self.stats.metrics)
+        info = ServerInfo.from_json(
+            props if isinstance(props, dict) else None, slots if isinstance(slots, list) else None
+        )
+        stats = replace(
+            self.stats,
+            at=time.time(),
+            reachable=reachable,
+            info=info if reachable else self.stats.info,
+            metrics=metrics or self.stats.metrics,
+        )
         self._publish(stats)
         return stats
 

@@ -65,15 +65,27 @@ class RecordingClient:
 
 
 @contextlib.asynccontextmanager
-async def acp_agent(env: dict[str, str], cwd: Path, *args: str, client: RecordingClient | None = None
-                    ) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
+async def acp_agent(
+    env: dict[str, str], cwd: Path, *args: str, client: RecordingClient | None = None
+) -> AsyncIterator[tuple[Any, RecordingClient, Any]]:
     client = client or RecordingClient()
     async with spawn_agent_process(
-        client, sys.executable, "-m", "localagent.cli", "acp", *args, env=env, cwd=str(cwd),
+        client,
+        sys.executable,
+        "-m",
+        "localagent.cli",
+        "acp",
+        *args,
+        env=env,
+        cwd=str(cwd),
         transport_kwargs={"stderr": None, "limit": 50 * 1024 * 1024},
     ) as (conn, process):
-        await asyncio.wait_for(conn.initialize(
-            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="test", version="1"),
-        ), 60)
+        await asyncio.wait_for(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="test", version="1"),
+            ),
+            60,
+        )
         yield conn, client, process

@@ -319,7 +319,7 @@ class ScriptedModelServer:
             # Called outside the lock: a callable may inspect server state.
             try:
                 turn = source(body)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - reported to the test at exit
                 with self._lock:
                     self.callback_errors.append(exc)
                 return {"status": 500, "message": f"scripted turn raised: {exc!r}", "type": "server_error"}
@@ -387,14 +387,26 @@ class ScriptedModelServer:
             ]
         lines: list[str] = []
         for name, help_text in counters:
-            lines += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} counter", f"llamacpp:{name} {m[name]:g}"]
-        tps = m["tokens_predicted_total"] / m["tokens_predicted_seconds_total"] if m["tokens_predicted_seconds_total"] else 0.0
+            lines += [
+                f"# HELP llamacpp:{name} {help_text}",
+                f"# TYPE llamacpp:{name} counter",
+                f"llamacpp:{name} {m[name]:g}",
+            ]
+        tps = (
+            m["tokens_predicted_total"] / m["tokens_predicted_seconds_total"]
+            if m["tokens_predicted_seconds_total"]
+            else 0.0
+        )
         for name, help_text, value in (
             ("predicted_tokens_seconds", "Average generation throughput in tokens/s.", tps),
             ("requests_processing", "Number of requests processing.", processing),
             ("n_tokens_max", "Largest observed n_tokens.", self.n_ctx),
         ):
-            lines += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} gauge", f"llamacpp:{name} {value:g}"]
+            lines += [
+                f"# HELP llamacpp:{name} {help_text}",
+                f"# TYPE llamacpp:{name} gauge",
+                f"llamacpp:{name} {value:g}",
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -468,13 +480,23 @@ class _Handler(BaseHTTPRequestHandler):
                 "n_params": 268_098_176,
                 "size": 253_000_000,
             }
-            model = {"id": owner.model, "object": "model", "created": int(time.time()), "owned_by": "llamacpp", "meta": meta}
+            model = {
+                "id": owner.model,
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": "llamacpp",
+                "meta": meta,
+            }
             self._send_json(200, {"object": "list", "data": [model]})
         elif path == "/props":
             self._send_json(
                 200,
                 {
-                    "default_generation_settings": {"n_ctx": owner.n_ctx, "speculative": owner.speculative, "params": {}},
+                    "default_generation_settings": {
+                        "n_ctx": owner.n_ctx,
+                        "speculative": owner.speculative,
+                        "params": {},
+                    },
                     "total_slots": 1,
                     "model_path": f"/models/{owner.model}.gguf",
                     "build_info": "b11434-scripted",
@@ -485,7 +507,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/slots":
             self._send_json(
                 200,
-                [{"id": 0, "n_ctx": owner.n_ctx, "speculative": owner.speculative, "is_processing": owner._processing > 0}],
+                [
+                    {
+                        "id": 0,
+                        "n_ctx": owner.n_ctx,
+                        "speculative": owner.speculative,
+                        "is_processing": owner._processing > 0,
+                    }
+                ],
             )
         elif path == "/metrics":
             self._send_json(200, owner.metrics_text(), content_type="text/plain; version=0.0.4")
@@ -652,7 +681,10 @@ class _Handler(BaseHTTPRequestHandler):
 
         predicted_n = _tokens(generated)
         timings = owner.timings(acc, predicted_n)
-        final = {**base, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": turn.resolved_finish_reason()}]}
+        final = {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": turn.resolved_finish_reason()}],
+        }
         usage_chunk = {**base, "choices": [], "usage": self._usage(acc, predicted_n)}
         # Without timings_per_token llama.cpp puts timings on the last chunk only.
         last = usage_chunk if include_usage else final

@@ -74,7 +74,9 @@ class SyntheticAgent:
     speculative: bool = True
     # Tokens per event: llama-server sends one token per chunk; 1 models that.
     tokens_per_event: int = 1
-    totals: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0})
+    totals: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0}
+    )
     messages: list[dict[str, Any]] = field(default_factory=lambda: [{"role": "system", "content": "synthetic"}])
     policy: _Policy = field(default_factory=_Policy)
     # A workspace for @file and !command; None: the TUI offers neither.

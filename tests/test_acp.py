@@ -22,8 +22,11 @@ async def test_a_session_streams_asks_edits_with_a_diff_cancels_and_loads_again(
     work = la_env.workspace
     (work / "app.py").write_text("def add(a, b):\n    return a - b\n")
     turns = [
-        ScriptedTurn(reasoning="The sign is wrong.", text="Let me look. ",
-                     tool_calls=[ScriptedToolCall("view", {"path": "app.py"})]),
+        ScriptedTurn(
+            reasoning="The sign is wrong.",
+            text="Let me look. ",
+            tool_calls=[ScriptedToolCall("view", {"path": "app.py"})],
+        ),
         edit_call("app.py", "return a - b", "return a + b"),
         ScriptedTurn(text="Fixed: add() now adds."),
         # The second prompt: an edit the person rejects.
@@ -54,7 +57,10 @@ async def test_a_session_streams_asks_edits_with_a_diff_cancels_and_loads_again(
             finished = [u for u in client.of_kind("tool_call_update") if u.status == "completed"]
             diff = next(c for c in finished[-1].content if c.type == "diff")
             assert (diff.path, diff.old_text, diff.new_text) == (
-                str(work / "app.py"), "def add(a, b):\n    return a - b\n", "def add(a, b):\n    return a + b\n")
+                str(work / "app.py"),
+                "def add(a, b):\n    return a - b\n",
+                "def add(a, b):\n    return a + b\n",
+            )
             assert (work / "app.py").read_text().endswith("a + b\n")
             # The server's numbers: live on the updates, totals in the answer.
             assert any("localagent" in meta for _sid, _u, meta in client.updates)
@@ -120,7 +126,11 @@ async def test_modes_and_the_policy_are_the_ones_the_cli_has(la_env) -> None:
     work = la_env.workspace
     turns = [ScriptedTurn(tool_calls=[ScriptedToolCall("bash", {"command": "echo hi > out.txt"})]), "ok"]
     with ScriptedModelServer(turns) as model:
-        async with acp_agent(la_env.env, work, "--base-url", model.base_url, "--mode", "read-only") as (conn, client, _):
+        async with acp_agent(la_env.env, work, "--base-url", model.base_url, "--mode", "read-only") as (
+            conn,
+            client,
+            _,
+        ):
             new = await conn.new_session(cwd=str(work), mcp_servers=[])
             assert new.modes.current_mode_id == "read-only"
             with pytest.raises(RequestError):
@@ -165,7 +175,9 @@ async def test_the_editors_mcp_servers_are_connected_and_their_tools_offered(la_
 
     work = la_env.workspace
     echo = Path(__file__).parent / "mcp_servers" / "echo_server.py"
-    server = McpServerStdio(name="echo", command=sys.executable, args=[str(echo)], env=[EnvVariable(name="X", value="1")])
+    server = McpServerStdio(
+        name="echo", command=sys.executable, args=[str(echo)], env=[EnvVariable(name="X", value="1")]
+    )
     turns = [ScriptedTurn(tool_calls=[ScriptedToolCall("mcp__echo__echo", {"text": "from the editor"})]), "done"]
     client = RecordingClient(answers=["once"])
     with ScriptedModelServer(turns) as model:
@@ -180,12 +192,15 @@ async def test_the_editors_mcp_servers_are_connected_and_their_tools_offered(la_
 
 
 @pytest.mark.server
-async def test_a_turn_on_the_real_tiny_dflash_server_carries_its_speed_and_acceptance(la_env, llama_server_binary) -> None:
+async def test_a_turn_on_the_real_tiny_dflash_server_carries_its_speed_and_acceptance(
+    la_env, llama_server_binary
+) -> None:
     work = la_env.workspace
     async with acp_agent(la_env.env, work, "--profile", "tiny-dflash", "--mode", "read-only") as (conn, client, _):
         sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
         done = await asyncio.wait_for(
-            conn.prompt(session_id=sid, prompt=[text_block("Write a Python function that adds two numbers.")]), 240)
+            conn.prompt(session_id=sid, prompt=[text_block("Write a Python function that adds two numbers.")]), 240
+        )
     assert done.stop_reason in ("end_turn", "max_tokens")
     # The server's loading reached the editor as messages before the answer.
     assert "llama-server" in client.text("agent_thought_chunk")
@@ -208,8 +223,11 @@ async def test_a_model_editing_through_a_symlinked_directory_leaks_nothing_to_th
     turns = [edit_call("docs/secret.txt", "hunter2", "x"), "done"]
     client = RecordingClient(answers=["once"])
     with ScriptedModelServer(turns) as model:
-        async with acp_agent(la_env.env, work, "--base-url", model.base_url, "--mode", "full-auto",
-                             client=client) as (conn, client, _):
+        async with acp_agent(la_env.env, work, "--base-url", model.base_url, "--mode", "full-auto", client=client) as (
+            conn,
+            client,
+            _,
+        ):
             sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
             await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("edit it")]), 60)
     assert (outside / "secret.txt").read_text() == "token=hunter2\n"
@@ -224,10 +242,12 @@ def test_an_attached_resource_is_the_same_block_as_an_at_file_mention() -> None:
     from localagent.acp.prompt_text import prompt_text
     from tui.attachments import CONTEXT_MARK, MAX_FILE_CHARS
 
-    fenced = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
-        uri="file:///w/a.py", text="s = '```'\n"))
-    big = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
-        uri="file:///w/b.txt", text="x" * (MAX_FILE_CHARS + 5)))
+    fenced = EmbeddedResourceContentBlock(
+        type="resource", resource=TextResourceContents(uri="file:///w/a.py", text="s = '```'\n")
+    )
+    big = EmbeddedResourceContentBlock(
+        type="resource", resource=TextResourceContents(uri="file:///w/b.txt", text="x" * (MAX_FILE_CHARS + 5))
+    )
     text = prompt_text([text_block("look"), fenced, big])
     assert text.startswith(f"look\n\n{CONTEXT_MARK}\n\nFile /w/a.py")
     assert "\n````\ns = '```'\n````" in text  # a fence longer than any backtick run inside

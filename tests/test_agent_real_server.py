@@ -65,7 +65,9 @@ async def test_ten_turns_reuse_the_servers_prompt_cache(la_env, llama_server_bin
     assert all(r >= 0.9 for r in reuse[1:]), reuse
 
 
-async def test_managed_server_killed_midstream_is_restarted_and_the_request_retried(la_env, llama_server_binary, monkeypatch):
+async def test_managed_server_killed_midstream_is_restarted_and_the_request_retried(
+    la_env, llama_server_binary, monkeypatch
+):
     import os
     import signal
 
@@ -83,9 +85,11 @@ async def test_managed_server_killed_midstream_is_restarted_and_the_request_retr
     try:
         async for event in runtime.agent.run_turn("Write a long story about a robot."):
             events.append(event)
-            if isinstance(event, TextDelta) and supervisor.status.pid == first_pid and sum(
-                isinstance(e, TextDelta) for e in events
-            ) == 3:
+            if (
+                isinstance(event, TextDelta)
+                and supervisor.status.pid == first_pid
+                and sum(isinstance(e, TextDelta) for e in events) == 3
+            ):
                 os.kill(first_pid, signal.SIGKILL)
     finally:
         await runtime.close()

@@ -213,7 +213,10 @@ def test_resume_after_kill_keeps_the_conversation(la_env):
         task.write_text("Remember the word pineapple.")
         proc = subprocess.Popen(
             [sys.executable, "-m", "localagent.cli", "run", str(task), "--base-url", model.base_url],
-            env=la_env.env, cwd=la_env.workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=la_env.env,
+            cwd=la_env.workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 30
         while len(model.requests) < 2 and time.monotonic() < deadline:

@@ -59,7 +59,11 @@ def test_contracts_catch_an_import_the_wrong_way(tmp_path: Path, importer: str, 
 
 
 def test_modules_stay_small() -> None:
-    long = [f"{p.relative_to(ROOT)}: {n}" for p in python_files() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    long = [
+        f"{p.relative_to(ROOT)}: {n}"
+        for p in python_files()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
     assert long == []
 
 

@@ -74,7 +74,10 @@ def test_prompts_file_as_text_and_as_json(tmp_path: Path) -> None:
     text = tmp_path / "p.txt"
     text.write_text("first prompt\nsecond line\n---\n\n---\nsecond prompt\n")
     prompts = load_prompts(text)
-    assert [(p.name, p.text) for p in prompts] == [("prompt-1", "first prompt\nsecond line"), ("prompt-2", "second prompt")]
+    assert [(p.name, p.text) for p in prompts] == [
+        ("prompt-1", "first prompt\nsecond line"),
+        ("prompt-2", "second prompt"),
+    ]
 
     as_json = tmp_path / "p.json"
     as_json.write_text(json.dumps(["plain", {"name": "named", "prompt": "with a name"}]))
@@ -105,17 +108,29 @@ def test_bad_prompts_files_are_one_line_usage_errors(tmp_path: Path, name: str, 
 
 def row(prompt: str, run: int, tps: float, drafted: int | None = None, accepted: int | None = None) -> RequestResult:
     return RequestResult(
-        prompt=prompt, run=run, server_tps=tps, client_tps=tps * 0.99, server_window_tps=tps,
-        completion_tokens=100, gen_seconds=100 / tps, draft_n=drafted, draft_accepted=accepted,
+        prompt=prompt,
+        run=run,
+        server_tps=tps,
+        client_tps=tps * 0.99,
+        server_window_tps=tps,
+        completion_tokens=100,
+        gen_seconds=100 / tps,
+        draft_n=drafted,
+        draft_accepted=accepted,
     )
 
 
 def test_summary_takes_medians_speedups_against_the_first_and_shows_no_drafts_as_dash() -> None:
-    base = TargetResult("base", "profile", requests=[row("a", 1, 40), row("a", 2, 44), row("a", 3, 42), row("b", 1, 40)])
+    base = TargetResult(
+        "base", "profile", requests=[row("a", 1, 40), row("a", 2, 44), row("a", 3, 42), row("b", 1, 40)]
+    )
     fast = TargetResult(
-        "fast", "profile",
+        "fast",
+        "profile",
         requests=[
-            row("a", 1, 120, 100, 80), row("a", 2, 130, 100, 70), row("a", 3, 126, 100, 90),
+            row("a", 1, 120, 100, 80),
+            row("a", 2, 130, 100, 70),
+            row("a", 3, 126, 100, 90),
             RequestResult(prompt="b", run=1, ok=False, error="the server died"),
         ],
     )
@@ -176,8 +191,8 @@ def test_sweep_grids_and_variants() -> None:
 def test_save_keeps_the_users_other_settings_and_comments(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(
-        "# mine\n[server]\nport = 9000  # keep\n\n[profiles.tiny]\nextends = \"tiny\"\nctx_size = 4096\n\n"
-        "[profiles.tiny.speculative]\nngram_n_match = 12\n\n# the big one\n[profiles.big]\nmodel = \"/m.gguf\"\n"
+        '# mine\n[server]\nport = 9000  # keep\n\n[profiles.tiny]\nextends = "tiny"\nctx_size = 4096\n\n'
+        '[profiles.tiny.speculative]\nngram_n_match = 12\n\n# the big one\n[profiles.big]\nmodel = "/m.gguf"\n'
     )
     message = save_profile_settings(config, "tiny", "speculative", {"ngram_n_min": 8, "ngram_n_max": 32})
     assert "ngram_n_min = 8" in message
@@ -187,7 +202,8 @@ def test_save_keeps_the_users_other_settings_and_comments(tmp_path: Path) -> Non
     assert data["server"] == {"port": 9000}
     assert data["profiles"]["big"] == {"model": "/m.gguf"}
     assert data["profiles"]["tiny"] == {
-        "extends": "tiny", "ctx_size": 4096,
+        "extends": "tiny",
+        "ctx_size": 4096,
         "speculative": {"ngram_n_match": 12, "ngram_n_min": 8, "ngram_n_max": 32},
     }
     tuned = load_profiles(data["profiles"])["tiny"]
@@ -210,7 +226,9 @@ def test_save_edits_an_inline_profile_table_in_place(tmp_path: Path) -> None:
     text = config.read_text()
     assert "# short form" in text
     assert tomllib.loads(text)["profiles"]["tiny"] == {
-        "extends": "tiny", "ctx_size": 2048, "speculative": {"ngram_n_min": 8}
+        "extends": "tiny",
+        "ctx_size": 2048,
+        "speculative": {"ngram_n_min": 8},
     }
 
 
@@ -261,8 +279,17 @@ def test_url_server_failing_mid_run_marks_rows_failed_and_still_writes_the_repor
     out = la_env.workspace / "out"
     with ScriptedModelServer(turns, speculative=True) as srv:
         result = la_env.run(
-            "bench", "--base-url", f"scripted={srv.url}/v1", "--prompts", str(prompts), "--runs", "3",
-            "--max-tokens", "64", "--out", str(out),
+            "bench",
+            "--base-url",
+            f"scripted={srv.url}/v1",
+            "--prompts",
+            str(prompts),
+            "--runs",
+            "3",
+            "--max-tokens",
+            "64",
+            "--out",
+            str(out),
         )
         bodies = list(srv.requests)
     assert result.code == 1, result.stderr
@@ -292,8 +319,19 @@ def test_bench_tiny_baseline_against_tiny_writes_json_report_and_chart(la_env, l
     )
     out = la_env.workspace / "out"
     result = la_env.run(
-        "bench", "--profiles", "tiny-baseline", "tiny", "--runs", "1", "--max-tokens", "32",
-        "--prompts", str(prompts), "--out", str(out), timeout=300,
+        "bench",
+        "--profiles",
+        "tiny-baseline",
+        "tiny",
+        "--runs",
+        "1",
+        "--max-tokens",
+        "32",
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        timeout=300,
     )
     assert result.code == 0, result.stderr
     assert "tiny-baseline" in result.stdout and "runtime overhead" in result.stdout
@@ -330,9 +368,27 @@ def test_managed_server_killed_mid_run_fails_its_rows_and_the_report_is_written(
     prompts = write_prompts(la_env.workspace, "Write a long Python module with many small functions and tests.")
     out = la_env.workspace / "out"
     bench = subprocess.Popen(
-        [sys.executable, "-m", "localagent.cli", "bench", "--profiles", "tiny-baseline", "--runs", "3",
-         "--max-tokens", "400", "--prompts", str(prompts), "--out", str(out)],
-        env=la_env.env, cwd=la_env.workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "localagent.cli",
+            "bench",
+            "--profiles",
+            "tiny-baseline",
+            "--runs",
+            "3",
+            "--max-tokens",
+            "400",
+            "--prompts",
+            str(prompts),
+            "--out",
+            str(out),
+        ],
+        env=la_env.env,
+        cwd=la_env.workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         record = None
@@ -367,8 +423,23 @@ def test_sweep_tries_the_grid_and_save_writes_the_winner(la_env, llama_server_bi
     prompts = write_prompts(la_env.workspace, "Write a Python function that reverses a string, with a test.")
     out = la_env.workspace / "sweep"
     result = la_env.run(
-        "bench", "--sweep", "--profiles", "tiny", "--grid", "ngram_n_min=8", "ngram_n_max=16",
-        "--runs", "1", "--max-tokens", "48", "--prompts", str(prompts), "--out", str(out), "--save", timeout=300,
+        "bench",
+        "--sweep",
+        "--profiles",
+        "tiny",
+        "--grid",
+        "ngram_n_min=8",
+        "ngram_n_max=16",
+        "--runs",
+        "1",
+        "--max-tokens",
+        "48",
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--save",
+        timeout=300,
     )
     assert result.code == 0, result.stderr
     assert "fastest on this machine" in result.stdout

@@ -65,7 +65,9 @@ def test_a_replay_sends_the_sessions_requests_in_order_with_their_exact_messages
     # Each answer may be as long as the recorded one (scripted tokens are 4 characters).
     data = json.loads((out / "results.json").read_text())
     [target] = data["results"]["targets"]
-    recorded = [line for line in map(json.loads, session_file.read_text().splitlines()) if line["type"] == "request_recorded"]
+    recorded = [
+        line for line in map(json.loads, session_file.read_text().splitlines()) if line["type"] == "request_recorded"
+    ]
     assert [body["max_tokens"] for body in replayed] == [max(r["timings"]["predicted_n"], 1) for r in recorded]
     # The cache accounting is the server's: from the second request on, the replay's prefixes are
     # the session's, so the server reuses exactly what it reused then.
@@ -117,8 +119,13 @@ def make_request(index: int = 1, completion: int | None = 20, sampling: dict | N
     from server.bench.replay_plan import RecordedNumbers
 
     return ReplayRequest(
-        index=index, turn=1, system="s", history=[{"role": "user", "content": "u"}], sent=1,
-        tools=[{"type": "function", "function": {"name": "view"}}], sampling=sampling or {},
+        index=index,
+        turn=1,
+        system="s",
+        history=[{"role": "user", "content": "u"}],
+        sent=1,
+        tools=[{"type": "function", "function": {"name": "view"}}],
+        sampling=sampling or {},
         recorded=RecordedNumbers(completion_tokens=completion),
     )
 
@@ -134,7 +141,9 @@ def test_the_body_keeps_the_sessions_sampling_but_the_targets_stop_strings_and_a
     assert "n_probs" not in body and "grammar" not in body
     assert body["messages"] == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     # A server given by URL keeps the session's stop strings; --temperature session keeps its sampling.
-    kept = ReplayWorkload(session, ReplaySettings(temperature=None, max_tokens=8)).body(endpoint, Row("request 001"), None)
+    kept = ReplayWorkload(session, ReplaySettings(temperature=None, max_tokens=8)).body(
+        endpoint, Row("request 001"), None
+    )
     assert kept["stop"] == ["<end>"] and "temperature" not in kept and kept["max_tokens"] == 8
     unrecorded = ReplaySession("s", "s.jsonl", "id", "m", [make_request(completion=None)], 1)
     assert ReplayWorkload(unrecorded).body(endpoint, Row("request 001"), [])["max_tokens"] == 512
@@ -145,26 +154,60 @@ def test_the_body_keeps_the_sessions_sampling_but_the_targets_stop_strings_and_a
 # -- totals and bins ------------------------------------------------------------------------------------
 
 
-def row(name: str, prompt: int, cached: int, tokens: int, gen_s: float, wall_s: float, *, drafted: int | None = None,
-        accepted: int | None = None, ok: bool = True) -> RequestResult:
+def row(
+    name: str,
+    prompt: int,
+    cached: int,
+    tokens: int,
+    gen_s: float,
+    wall_s: float,
+    *,
+    drafted: int | None = None,
+    accepted: int | None = None,
+    ok: bool = True,
+) -> RequestResult:
     return RequestResult(
-        prompt=name, run=1, ok=ok, prompt_tokens=prompt, cached_tokens=cached, prompt_processed=prompt - cached,
-        completion_tokens=tokens, gen_seconds=gen_s, prompt_seconds=wall_s - gen_s, wall_s=wall_s,
-        draft_n=drafted, draft_accepted=accepted, error=None if ok else "exceeds the context",
+        prompt=name,
+        run=1,
+        ok=ok,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        prompt_processed=prompt - cached,
+        completion_tokens=tokens,
+        gen_seconds=gen_s,
+        prompt_seconds=wall_s - gen_s,
+        wall_s=wall_s,
+        draft_n=drafted,
+        draft_accepted=accepted,
+        error=None if ok else "exceeds the context",
     )
 
 
 def test_totals_are_over_the_requests_every_target_completed_and_speedups_are_against_the_first() -> None:
     requests = [make_request(i) for i in (1, 2, 3)]
-    session = ReplaySession("s", "s.jsonl", "id", "m", [ReplayRequest(**{**r.__dict__, "tool_seconds": 1.0})
-                                                        for r in requests], 1)
-    base = TargetResult("base", "profile", model="a.gguf", requests=[
-        row("request 001", 1000, 0, 10, 1.0, 2.0), row("request 002", 1100, 1000, 10, 1.0, 1.2),
-        row("request 003", 9000, 1100, 10, 1.0, 3.0)])
-    fast = TargetResult("fast", "profile", model="a.gguf", requests=[
-        row("request 001", 1000, 0, 10, 0.25, 1.25, drafted=12, accepted=9),
-        row("request 002", 1100, 1000, 10, 0.25, 0.45, drafted=8, accepted=2),
-        row("request 003", 9000, 0, 0, 0, 0, ok=False)])
+    session = ReplaySession(
+        "s", "s.jsonl", "id", "m", [ReplayRequest(**{**r.__dict__, "tool_seconds": 1.0}) for r in requests], 1
+    )
+    base = TargetResult(
+        "base",
+        "profile",
+        model="a.gguf",
+        requests=[
+            row("request 001", 1000, 0, 10, 1.0, 2.0),
+            row("request 002", 1100, 1000, 10, 1.0, 1.2),
+            row("request 003", 9000, 1100, 10, 1.0, 3.0),
+        ],
+    )
+    fast = TargetResult(
+        "fast",
+        "profile",
+        model="a.gguf",
+        requests=[
+            row("request 001", 1000, 0, 10, 0.25, 1.25, drafted=12, accepted=9),
+            row("request 002", 1100, 1000, 10, 0.25, 0.45, drafted=8, accepted=2),
+            row("request 003", 9000, 0, 0, 0, 0, ok=False),
+        ],
+    )
     other = TargetResult("other", "profile", model="b.gguf", requests=base.requests)
     summary = summarize_replay(session, [base, fast, other])
     assert summary.common == 2 and summary.tool_seconds == 2.0
@@ -180,13 +223,24 @@ def test_totals_are_over_the_requests_every_target_completed_and_speedups_are_ag
 
 
 def test_requests_are_binned_by_each_servers_own_prompt_length() -> None:
-    base = TargetResult("base", "profile", requests=[
-        row("request 001", 300, 0, 10, 1.0, 1.0), row("request 002", 1500, 0, 30, 1.0, 1.0),
-        row("request 003", 1600, 0, 10, 1.0, 1.0)])
-    spec = TargetResult("spec", "profile", requests=[
-        row("request 001", 300, 0, 10, 0.5, 1.0, drafted=10, accepted=10),
-        row("request 002", 1500, 0, 30, 0.5, 1.0, drafted=10, accepted=5),
-        row("request 003", 1600, 0, 10, 0.5, 1.0, drafted=10, accepted=0)])
+    base = TargetResult(
+        "base",
+        "profile",
+        requests=[
+            row("request 001", 300, 0, 10, 1.0, 1.0),
+            row("request 002", 1500, 0, 30, 1.0, 1.0),
+            row("request 003", 1600, 0, 10, 1.0, 1.0),
+        ],
+    )
+    spec = TargetResult(
+        "spec",
+        "profile",
+        requests=[
+            row("request 001", 300, 0, 10, 0.5, 1.0, drafted=10, accepted=10),
+            row("request 002", 1500, 0, 30, 0.5, 1.0, drafted=10, accepted=5),
+            row("request 003", 1600, 0, 10, 0.5, 1.0, drafted=10, accepted=0),
+        ],
+    )
     bins = length_bins([base, spec])
     assert [b.label for b in bins] == ["<512", "1k–2k"]
     small, mid = bins
@@ -204,8 +258,14 @@ def test_every_prompt_length_falls_in_exactly_the_bin_whose_edges_hold_it(tokens
 
 # -- hostile or broken session files ------------------------------------------------------------------
 
-HEADER = {"type": "session", "format": 1, "session_id": "s1", "workspace": "/w", "created": "2026-01-01T00:00:00Z",
-          "localagent_version": "0"}
+HEADER = {
+    "type": "session",
+    "format": 1,
+    "session_id": "s1",
+    "workspace": "/w",
+    "created": "2026-01-01T00:00:00Z",
+    "localagent_version": "0",
+}
 SETUP = {"type": "request_setup", "system": "sys", "tools": [], "sampling": {}, "model": "m"}
 USER = {"type": "message", "message": {"role": "user", "content": "hi"}}
 
@@ -240,8 +300,11 @@ def test_a_broken_session_file_is_one_line_naming_the_line(la_env, events, messa
 def test_a_fifo_a_directory_or_a_missing_file_is_refused_without_waiting(la_env) -> None:
     fifo = la_env.workspace / "pipe.jsonl"
     os.mkfifo(fifo)
-    for named, message in ((str(fifo), "not a regular file"), (str(la_env.workspace), "not a regular file"),
-                           ("gone/none.jsonl", "cannot read session file")):
+    for named, message in (
+        (str(fifo), "not a regular file"),
+        (str(la_env.workspace), "not a regular file"),
+        ("gone/none.jsonl", "cannot read session file"),
+    ):
         result = la_env.run("bench", "--replay", named, "--base-url", "http://127.0.0.1:9", timeout=30)
         assert result.code == 2, result.stderr
         assert message in one_line_error(result)
@@ -261,7 +324,9 @@ def test_markup_in_a_session_name_is_printed_as_text(la_env) -> None:
     named = la_env.workspace / "[bold]x.jsonl"
     named.write_bytes(session_file.read_bytes())
     with ScriptedModelServer(["warm", "a", "b", "c", "d"]) as srv:
-        result = la_env.run("bench", "--replay", str(named), "--base-url", srv.url, "--out", str(la_env.workspace / "o"))
+        result = la_env.run(
+            "bench", "--replay", str(named), "--base-url", srv.url, "--out", str(la_env.workspace / "o")
+        )
     assert result.code == 0, result.stderr
     assert "replay of [bold]x:" in result.stdout
 
@@ -300,8 +365,17 @@ def test_temperature_belongs_to_a_replay(la_env) -> None:
 def test_replaying_the_scripted_sample_on_dflash_against_its_baseline(la_env, llama_server_binary) -> None:
     out = la_env.workspace / "dflash"
     result = la_env.run(
-        "bench", "--replay", str(SAMPLES / "scripted-build.jsonl"), "--profiles", "tiny-dflash-baseline", "tiny-dflash",
-        "--max-tokens", "32", "--out", str(out), timeout=600,
+        "bench",
+        "--replay",
+        str(SAMPLES / "scripted-build.jsonl"),
+        "--profiles",
+        "tiny-dflash-baseline",
+        "tiny-dflash",
+        "--max-tokens",
+        "32",
+        "--out",
+        str(out),
+        timeout=600,
     )
     assert result.code == 0, result.stderr
     data = json.loads((out / "results.json").read_text())
@@ -320,8 +394,19 @@ def test_replaying_the_scripted_sample_on_dflash_against_its_baseline(la_env, ll
 def test_a_sweep_scores_its_settings_on_a_replay(la_env, llama_server_binary) -> None:
     out = la_env.workspace / "sweep"
     result = la_env.run(
-        "bench", "--sweep", "--replay", str(SAMPLES / "scripted-build.jsonl"), "--profiles", "tiny-dflash",
-        "--grid", "n_max=4", "--max-tokens", "16", "--out", str(out), timeout=600,
+        "bench",
+        "--sweep",
+        "--replay",
+        str(SAMPLES / "scripted-build.jsonl"),
+        "--profiles",
+        "tiny-dflash",
+        "--grid",
+        "n_max=4",
+        "--max-tokens",
+        "16",
+        "--out",
+        str(out),
+        timeout=600,
     )
     assert result.code == 0, result.stderr
     assert "fastest on this session" in result.stdout
@@ -365,12 +450,18 @@ def test_infinite_numbers_and_deep_nesting_are_refused_or_skipped_not_a_tracebac
 
 def test_a_target_that_completed_nothing_leaves_the_others_comparable() -> None:
     session = ReplaySession("s", "s.jsonl", "id", "m", [make_request(1), make_request(2)], 1)
-    dead = TargetResult("dead", "profile", error="did not start", requests=[
-        row("request 001", 0, 0, 0, 0, 0, ok=False), row("request 002", 0, 0, 0, 0, 0, ok=False)])
-    a = TargetResult("a", "profile", requests=[row("request 001", 100, 0, 10, 1.0, 2.0),
-                                              row("request 002", 200, 100, 10, 1.0, 2.0)])
-    b = TargetResult("b", "profile", requests=[row("request 001", 100, 0, 10, 0.5, 1.0),
-                                              row("request 002", 200, 100, 10, 0.5, 1.0)])
+    dead = TargetResult(
+        "dead",
+        "profile",
+        error="did not start",
+        requests=[row("request 001", 0, 0, 0, 0, 0, ok=False), row("request 002", 0, 0, 0, 0, 0, ok=False)],
+    )
+    a = TargetResult(
+        "a", "profile", requests=[row("request 001", 100, 0, 10, 1.0, 2.0), row("request 002", 200, 100, 10, 1.0, 2.0)]
+    )
+    b = TargetResult(
+        "b", "profile", requests=[row("request 001", 100, 0, 10, 0.5, 1.0), row("request 002", 200, 100, 10, 0.5, 1.0)]
+    )
     summary = summarize_replay(session, [a, dead, b])
     assert summary.common == 2
     totals = {t.target: t for t in summary.totals}

@@ -274,8 +274,9 @@ def fake_home(tmp_path: Path) -> Path:
     return home
 
 
-async def test_undo_after_a_command_set_core_worktree_touches_nothing_outside(repo: Path, store: CheckpointStore,
-                                                                             tmp_path: Path) -> None:
+async def test_undo_after_a_command_set_core_worktree_touches_nothing_outside(
+    repo: Path, store: CheckpointStore, tmp_path: Path
+) -> None:
     home = fake_home(tmp_path)
     before_home = tree_state(home)
     (repo / ".bashrc").write_text("echo owned\n")
@@ -449,8 +450,9 @@ async def test_a_checkpoint_forged_from_inside_the_workspace_is_refused(repo: Pa
     assert not (repo / ".envrc").exists()
 
 
-def test_removing_a_file_never_follows_a_folder_swapped_for_a_link(repo: Path, store: CheckpointStore,
-                                                                   tmp_path: Path) -> None:
+def test_removing_a_file_never_follows_a_folder_swapped_for_a_link(
+    repo: Path, store: CheckpointStore, tmp_path: Path
+) -> None:
     outside = tmp_path / "victim"
     outside.mkdir()
     (outside / "f0").write_text("keep\n")

@@ -32,6 +32,7 @@ def last_user_message(request: dict) -> str:
 
 # -- the task: a prompt, a file or stdin -------------------------------------------------------
 
+
 def test_a_prompt_runs_inline_and_piped_stdin_comes_after_it_as_context(la_env):
     piped = "FAILED test_calc.py::test_add - assert -1 == 5\n```inner fence```\n"
     user_agents = la_env.home / "config" / "AGENTS.md"
@@ -76,6 +77,7 @@ def test_a_pipe_that_stays_silent_does_not_hang_the_run(capsys):
 
 
 # -- the task: a hostile workspace ----------------------------------------------------------
+
 
 def test_a_file_named_like_the_prompt_does_not_replace_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -123,6 +125,7 @@ def test_the_cli_sends_the_prompt_not_a_workspace_file_and_refuses_a_symlink_out
 
 
 # -- the task: standard input that is not what it should be ----------------------------------
+
 
 def _pipe_with(data: bytes) -> tuple:
     """A reader of a pipe fed `data` (from a thread: it may be bigger than the pipe holds)."""
@@ -220,6 +223,7 @@ def test_a_fence_is_longer_than_any_backtick_run_inside():
 
 # -- --model -----------------------------------------------------------------------------------
 
+
 async def test_the_model_name_comes_from_the_flag_the_profile_or_the_server():
     with ScriptedModelServer(model="gemma-3-270m") as model:
         assert await served_model_id(model.base_url, None) == "gemma-3-270m"
@@ -234,7 +238,9 @@ async def test_the_model_name_comes_from_the_flag_the_profile_or_the_server():
 
 def test_a_managed_profiles_model_id_is_used_and_a_base_url_has_none():
     profiles = {"tiny": SimpleNamespace(model_id="tiny-model"), "other": SimpleNamespace()}
-    ctx = SimpleNamespace(profiles=profiles, settings=SimpleNamespace(server=SimpleNamespace(base_url=None, profile="tiny")))
+    ctx = SimpleNamespace(
+        profiles=profiles, settings=SimpleNamespace(server=SimpleNamespace(base_url=None, profile="tiny"))
+    )
     options = SimpleNamespace(base_url=None, profile=None)
     assert profile_model_id(ctx, options) == "tiny-model"  # type: ignore[arg-type]
     assert profile_model_id(ctx, SimpleNamespace(base_url=None, profile="other")) is None  # type: ignore[arg-type]
@@ -243,11 +249,26 @@ def test_a_managed_profiles_model_id_is_used_and_a_base_url_has_none():
 
 # -- flags through the one options builder (run and the TUI) ----------------------------------
 
+
 def test_run_and_the_tui_take_the_same_new_flags():
     parser = build_parser()
     run = options_from_args(
-        parser.parse_args(["run", "go", "-c", "--model", "qwen", "--allowedTools", "Bash(git log:*)", "Read,Edit",
-                           "--disallowedTools", "Write", "--disallowed-tools", "mcp__github__delete_repo"]),
+        parser.parse_args(
+            [
+                "run",
+                "go",
+                "-c",
+                "--model",
+                "qwen",
+                "--allowedTools",
+                "Bash(git log:*)",
+                "Read,Edit",
+                "--disallowedTools",
+                "Write",
+                "--disallowed-tools",
+                "mcp__github__delete_repo",
+            ]
+        ),
         headless=True,
     )
     assert (run.resume, run.model) == ("last", "qwen")
@@ -280,10 +301,20 @@ def test_a_disallowed_tool_is_denied_and_a_bad_rule_fails_before_anything_starts
     (la_env.workspace / "a.txt").write_text("secret\n")
     view = ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "a.txt"}, id="call_v")])
     with ScriptedModelServer([view, ScriptedTurn(text="could not read it")]) as model:
-        denied = la_env.run("run", "read a.txt", "--base-url", model.base_url, "--disallowedTools", "view",
-                            "--output-format", "json", input="")
-        bad = la_env.run("run", "read a.txt", "--base-url", model.base_url, "--allowedTools", "Bash(git log:*",
-                         input="")
+        denied = la_env.run(
+            "run",
+            "read a.txt",
+            "--base-url",
+            model.base_url,
+            "--disallowedTools",
+            "view",
+            "--output-format",
+            "json",
+            input="",
+        )
+        bad = la_env.run(
+            "run", "read a.txt", "--base-url", model.base_url, "--allowedTools", "Bash(git log:*", input=""
+        )
         requests = len(model.requests)
     assert denied.code == 0, denied.stderr
     data = json.loads(denied.stdout)

@@ -28,8 +28,15 @@ print(json.dumps(sorted(m for m in sys.modules)), file=sys.stderr)
 
 
 def imported(la_env, *args: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True,
-                          env=la_env.env, cwd=la_env.workspace, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=la_env.env,
+        cwd=la_env.workspace,
+        timeout=60,
+        check=False,
+    )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 

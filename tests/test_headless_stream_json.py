@@ -21,7 +21,11 @@ def run_stream(la_env, model: ScriptedModelServer, *extra: str, prompt: str = "f
 def test_stream_json_pipes_into_a_parser_of_claudes_schema(la_env):
     (la_env.workspace / "notes.txt").write_text("alpha\n")
     turns = [
-        ScriptedTurn(reasoning="look first", text="Reading.", tool_calls=[ScriptedToolCall("view", {"path": "notes.txt"}, id="call_view")]),
+        ScriptedTurn(
+            reasoning="look first",
+            text="Reading.",
+            tool_calls=[ScriptedToolCall("view", {"path": "notes.txt"}, id="call_view")],
+        ),
         call("bash", "call_denied", command="touch made.txt"),  # asks in auto-edit: denied headless
         ScriptedTurn(text="The notes say alpha."),
     ]
@@ -83,8 +87,9 @@ def test_limits_and_startup_failures_end_in_an_error_result(la_env):
     assert run.result.subtype == "error_max_turns" and run.result.is_error and run.result.num_turns == 2
     assert "--max-turns" in run.result.result
 
-    failed = la_env.run("run", "do it", "--base-url", "http://127.0.0.1:9/v1", "--output-format", "stream-json",
-                        input="")
+    failed = la_env.run(
+        "run", "do it", "--base-url", "http://127.0.0.1:9/v1", "--output-format", "stream-json", input=""
+    )
     assert failed.code == 2 and "nothing answers" in failed.stderr
     assert len(failed.stderr.strip().splitlines()) == 1 and "Traceback" not in failed.stderr
     run = parse_claude_stream(failed.stdout)

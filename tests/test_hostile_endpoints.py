@@ -66,7 +66,13 @@ async def test_a_normal_model_list_names_the_model() -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"[" * 100_000, b'{"data": [{"id": 5}]}', b'{"data": "x"}', b"not json", b'{"data": [' + b'{"id": "x"},' * 200_000 + b"{}]}"],
+    [
+        b"[" * 100_000,
+        b'{"data": [{"id": 5}]}',
+        b'{"data": "x"}',
+        b"not json",
+        b'{"data": [' + b'{"id": "x"},' * 200_000 + b"{}]}",
+    ],
     ids=["deeply-nested", "id-not-a-string", "data-not-a-list", "not-json", "over-a-mebibyte"],
 )
 async def test_a_hostile_model_list_is_no_answer_not_a_crash(body: bytes) -> None:
@@ -82,7 +88,11 @@ async def test_an_endless_model_list_gives_up_at_its_deadline() -> None:
 
 
 def test_model_text_cannot_break_a_stream_json_line() -> None:
-    message = {"type": "assistant", "input": {"timeout": float("nan"), "big": float("inf")}, "text": "a\u2028b\u2029c\x85d\nе"}
+    message = {
+        "type": "assistant",
+        "input": {"timeout": float("nan"), "big": float("inf")},
+        "text": "a\u2028b\u2029c\x85d\nе",
+    }
     line = json_line(message)
     assert line.endswith("\n") and len(line.splitlines()) == 1
 

@@ -32,8 +32,9 @@ def test_nul_surrogate_and_nan_become_error_results_and_the_session_stays_valid(
     task = la_env.workspace / "TASK.md"
     task.write_text("go")
     with ScriptedModelServer(turns) as model:
-        result = la_env.run("run", str(task), "--base-url", model.base_url, "--mode", "full-auto",
-                            "--output-format", "json")
+        result = la_env.run(
+            "run", str(task), "--base-url", model.base_url, "--mode", "full-auto", "--output-format", "json"
+        )
         results = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert "Traceback" not in result.stderr, result.stderr
     assert result.code == 0, result.stderr
@@ -45,10 +46,18 @@ def test_nul_surrogate_and_nan_become_error_results_and_the_session_stays_valid(
 
 
 _scalars = st.one_of(
-    st.text(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(),
+    st.text(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
     st.sampled_from(["\0", "\ud800", "../../etc/passwd", "/etc/shadow", "a" * 5000, "(a+)+$", "*" * 50]),
 )
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=8)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=8,
+)
 
 
 def _arguments(tool) -> st.SearchStrategy[dict]:
@@ -74,9 +83,16 @@ async def test_every_file_tool_answers_any_arguments_with_a_result(tmp_path: Pat
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text() | st.sampled_from(["<tool_call>{\"name\": \"bash\", \"arguments\": NaN}</tool_call>",
-                                          "<|tool_call>call:bash{command:<|\"|>\ud800<|\"|>}<tool_call|>",
-                                          "```json\n{\"name\": \"view\", \"arguments\": {\"path\": \"\\u0000\"}}\n```"]))
+@given(
+    text=st.text()
+    | st.sampled_from(
+        [
+            '<tool_call>{"name": "bash", "arguments": NaN}</tool_call>',
+            '<|tool_call>call:bash{command:<|"|>\ud800<|"|>}<tool_call|>',
+            '```json\n{"name": "view", "arguments": {"path": "\\u0000"}}\n```',
+        ]
+    )
+)
 def test_the_text_tool_call_parser_never_raises(text: str):
     parsed = parse_text_tool_calls(text, {"bash", "view"})
     assert isinstance(parsed.text_without_calls, str)

@@ -124,7 +124,11 @@ class Worker:
         self.port = port
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "localagent.cli", "server", "worker", "--port", str(port), "--threads", "1"],
-            env=la_env.env, cwd=la_env.workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=la_env.env,
+            cwd=la_env.workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -162,8 +166,13 @@ class Worker:
 def stream_until_broken(base_url: str, on_first_chunk) -> tuple[int, str]:
     """A streamed answer; ``on_first_chunk`` runs once content flows. (chunks, how it ended)"""
     chunks = 0
-    body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 400, "temperature": 0.0,
-            "stream": True, "seed": 1}
+    body = {
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": 400,
+        "temperature": 0.0,
+        "stream": True,
+        "seed": 1,
+    }
     try:
         with httpx2.stream("POST", f"{base_url}/v1/chat/completions", json=body, timeout=120.0) as response:
             for line in response.iter_lines():

@@ -214,8 +214,25 @@ def test_a_rule_that_names_no_tool_is_a_config_error(rule: str, problem: str) ->
 @pytest.mark.parametrize(
     "rule",
     [
-        "*", "*(secret/**)", "ed*", "[ce]*", "BASH", "Glob(*.py)", "mcp__anything__at_all", "MCP__x", "*__read_file",
-        "?iew", "[vV]iew", "[!x]*", "m*", "mcp_*", "?cp__*", "[m]cp__git__*", "*git*", "????", "*[_]*",
+        "*",
+        "*(secret/**)",
+        "ed*",
+        "[ce]*",
+        "BASH",
+        "Glob(*.py)",
+        "mcp__anything__at_all",
+        "MCP__x",
+        "*__read_file",
+        "?iew",
+        "[vV]iew",
+        "[!x]*",
+        "m*",
+        "mcp_*",
+        "?cp__*",
+        "[m]cp__git__*",
+        "*git*",
+        "????",
+        "*[_]*",
     ],
 )
 def test_known_names_and_globs_that_could_match_are_accepted(rule: str) -> None:
@@ -297,7 +314,7 @@ def test_a_bad_rule_in_an_unapproved_workspace_file_is_dropped_with_a_notice(la_
     # The attack: any repository could keep the agent from starting with one rule naming nothing.
     bad = ["WebFetch", "Reed(.env)", "Read(~/.ssh/**)", "bash(ls"]
     rules = ", ".join(f'"{rule}"' for rule in [*bad, "Read(.env)"])
-    (la_env.workspace / ".localagent.toml").write_text(f"[agent.permissions]\ndeny = [{rules}]\nask = [\"vew\"]\n")
+    (la_env.workspace / ".localagent.toml").write_text(f'[agent.permissions]\ndeny = [{rules}]\nask = ["vew"]\n')
     code, requests, stderr = _view_env_run(la_env, "--mode", "full-auto")
     assert code == 0, stderr
     for rule in (*bad, "vew"):

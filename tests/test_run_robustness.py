@@ -19,9 +19,25 @@ def _start_run(la_env, model, *extra: str) -> subprocess.Popen:
     task = la_env.workspace / "TASK.md"
     task.write_text("go")
     return subprocess.Popen(
-        [sys.executable, "-m", "localagent.cli", "run", str(task), "--base-url", model.base_url,
-         "--mode", "full-auto", "--output-format", "json", *extra],
-        env=la_env.env, cwd=la_env.workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "localagent.cli",
+            "run",
+            str(task),
+            "--base-url",
+            model.base_url,
+            "--mode",
+            "full-auto",
+            "--output-format",
+            "json",
+            *extra,
+        ],
+        env=la_env.env,
+        cwd=la_env.workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -142,7 +158,9 @@ def test_undo_restores_ignored_files_the_agent_tools_changed(la_env):
     (ws / ".env").write_text("TOKEN=original\n")
     turns = [
         ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": ".env"})]),
-        ScriptedTurn(tool_calls=[ScriptedToolCall("edit", {"path": ".env", "old_string": "original", "new_string": "changed"})]),
+        ScriptedTurn(
+            tool_calls=[ScriptedToolCall("edit", {"path": ".env", "old_string": "original", "new_string": "changed"})]
+        ),
         ScriptedTurn(tool_calls=[ScriptedToolCall("create", {"path": "build/out.txt", "content": "made\n"})]),
         ScriptedTurn(text="done"),
     ]

@@ -79,13 +79,25 @@ def test_checkpoints_undo_and_diff_run_nothing_a_repository_names(hostile_repo, 
 def test_injected_git_environment_is_dropped():
     env = git_env(
         {
-            "PATH": "/usr/bin", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor",
-            "GIT_CONFIG_VALUE_0": "touch x", "GIT_EXTERNAL_DIFF": "touch y", "GIT_SSH_COMMAND": "touch z",
-            "GIT_DIR": "/elsewhere", "GIT_PAGER": "less",
+            "PATH": "/usr/bin",
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "core.fsmonitor",
+            "GIT_CONFIG_VALUE_0": "touch x",
+            "GIT_EXTERNAL_DIFF": "touch y",
+            "GIT_SSH_COMMAND": "touch z",
+            "GIT_DIR": "/elsewhere",
+            "GIT_PAGER": "less",
         }
     )
     assert env["PATH"] == "/usr/bin"
-    for name in ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_DIR", "GIT_PAGER"):
+    for name in (
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_KEY_0",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_SSH_COMMAND",
+        "GIT_DIR",
+        "GIT_PAGER",
+    ):
         assert name not in env
     assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_CONFIG_GLOBAL"] == os.devnull
 

@@ -260,8 +260,10 @@ async def test_mptcp_and_io_uring_work_with_network_on(tmp_path: Path, listening
     assert probe["high_bits"] == "created", probe
     # Where the kernel runs i386 code or offers io_uring at all, the sandbox leaves them alone.
     assert probe["i386"] in (None, "created", -errno.ENOSYS), probe
-    if Path("/proc/sys/kernel/io_uring_disabled").exists() and \
-            Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() == "0":
+    if (
+        Path("/proc/sys/kernel/io_uring_disabled").exists()
+        and Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() == "0"
+    ):
         assert probe["io_uring"] == "created", probe
     assert meta["network_blocked"] is False
 
@@ -322,7 +324,12 @@ def run_as_agent(tmp_path: Path, mode: str, command: str, secret_env: dict[str, 
     env = {**os.environ, **secret_env, "LOCALAGENT_SANDBOX_LAYER": "landlock"}
     done = subprocess.run(
         [sys.executable, "-c", AGENT, mode, str(workspace), str(tmp_path / "scratch"), command, simulate],
-        env=env, cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -460,11 +467,37 @@ async def test_unsandboxed_runs_say_so_in_metadata(tmp_path: Path, monkeypatch: 
 
 
 SECRET_NAMES = [
-    "OPENAI_API_KEY", "my_api_key", "AWS_SECRET_ACCESS_KEY", "FOO_TOKEN", "DB_PASSWORD", "MYSQL_PASSWD",
-    "SMTP_PASS", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CREDENTIAL", "BASIC_AUTH", "GH_PAT", "GITHUB_PAT",
-    "SESSION_COOKIE", "FLASK_SESSION", "RSA_PRIVATE", "NPM_AUTH", "NPM_AUTHTOKEN", "DOCKER_CREDENTIALS",
-    "DATABASE_URL", "REDIS_URL", "SENTRY_DSN", "APIKEY", "awsSecretKey", "SSH_AUTH_SOCK",
-    "MYSQL_PWD", "DB_PWD", "dbPwd", "LDAP_BIND_PW", "ldapBindPw", "SLACK_WEBHOOK_URL", "DISCORD_WEBHOOK",
+    "OPENAI_API_KEY",
+    "my_api_key",
+    "AWS_SECRET_ACCESS_KEY",
+    "FOO_TOKEN",
+    "DB_PASSWORD",
+    "MYSQL_PASSWD",
+    "SMTP_PASS",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "AZURE_CREDENTIAL",
+    "BASIC_AUTH",
+    "GH_PAT",
+    "GITHUB_PAT",
+    "SESSION_COOKIE",
+    "FLASK_SESSION",
+    "RSA_PRIVATE",
+    "NPM_AUTH",
+    "NPM_AUTHTOKEN",
+    "DOCKER_CREDENTIALS",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SENTRY_DSN",
+    "APIKEY",
+    "awsSecretKey",
+    "SSH_AUTH_SOCK",
+    "MYSQL_PWD",
+    "DB_PWD",
+    "dbPwd",
+    "LDAP_BIND_PW",
+    "ldapBindPw",
+    "SLACK_WEBHOOK_URL",
+    "DISCORD_WEBHOOK",
     "TEAMS_WEBHOOKS",
 ]
 # Each value under an innocent name; each must be caught by its shape alone.
@@ -504,18 +537,41 @@ SECRET_VALUES = {
 }
 ORDINARY = {
     "PATH": "/usr/local/bin:/usr/bin:/bin:/opt/sk-tools-2024-release/bin",
-    "HOME": "/home/user", "LANG": "en_US.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color",
-    "SHELL": "/bin/bash", "USER": "user", "PWD": "/home/user/project", "OLDPWD": "/home/user",
-    "PYTHONPATH": "/home/user/lib", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "MANPATH": "/usr/share/man",
-    "TOKENIZERS_PARALLELISM": "false", "KEYTIMEOUT": "1", "XKB_KEYMAP": "us", "GIT_AUTHOR_NAME": "A. Person",
-    "GIT_AUTHOR_EMAIL": "a@example.com", "GOPRIVATE": "example.com/*", "XDG_SESSION_TYPE": "wayland",
-    "DESKTOP_SESSION": "gnome", "HTTP_PROXY": "http://proxy.internal:3128", "SERVICE_URL": "https://example.com/api",
-    "CUDA_VISIBLE_DEVICES": "0", "EDITOR": "vim", "PIP_INDEX_URL": "https://pypi.org/simple",
-    "GIT_SSH_COMMAND": "ssh -o IdentitiesOnly=yes", "SK_LEARN_HOME": "/data/sk-learn",
-    "PW_TEST_HTML_REPORT_OPEN": "never", "PWDEBUG": "0", "PLAYWRIGHT_BROWSERS_PATH": "/home/user/.cache/ms-playwright",
-    "GIT_REMOTE": "git@github.com:o/r.git", "REPO_URL": "ssh://git@github.com/o/r.git",
-    "UPSTREAM": "https://alice@bitbucket.org/team/repo.git", "HTTPS_PROXY": "http://proxy.internal:3128/",
-    "MODEL_DIR": "/models/hf_cache/bert-base", "BUILD_ID": "build_test_2024_06_01_nightly",
+    "HOME": "/home/user",
+    "LANG": "en_US.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm-256color",
+    "SHELL": "/bin/bash",
+    "USER": "user",
+    "PWD": "/home/user/project",
+    "OLDPWD": "/home/user",
+    "PYTHONPATH": "/home/user/lib",
+    "LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
+    "MANPATH": "/usr/share/man",
+    "TOKENIZERS_PARALLELISM": "false",
+    "KEYTIMEOUT": "1",
+    "XKB_KEYMAP": "us",
+    "GIT_AUTHOR_NAME": "A. Person",
+    "GIT_AUTHOR_EMAIL": "a@example.com",
+    "GOPRIVATE": "example.com/*",
+    "XDG_SESSION_TYPE": "wayland",
+    "DESKTOP_SESSION": "gnome",
+    "HTTP_PROXY": "http://proxy.internal:3128",
+    "SERVICE_URL": "https://example.com/api",
+    "CUDA_VISIBLE_DEVICES": "0",
+    "EDITOR": "vim",
+    "PIP_INDEX_URL": "https://pypi.org/simple",
+    "GIT_SSH_COMMAND": "ssh -o IdentitiesOnly=yes",
+    "SK_LEARN_HOME": "/data/sk-learn",
+    "PW_TEST_HTML_REPORT_OPEN": "never",
+    "PWDEBUG": "0",
+    "PLAYWRIGHT_BROWSERS_PATH": "/home/user/.cache/ms-playwright",
+    "GIT_REMOTE": "git@github.com:o/r.git",
+    "REPO_URL": "ssh://git@github.com/o/r.git",
+    "UPSTREAM": "https://alice@bitbucket.org/team/repo.git",
+    "HTTPS_PROXY": "http://proxy.internal:3128/",
+    "MODEL_DIR": "/models/hf_cache/bert-base",
+    "BUILD_ID": "build_test_2024_06_01_nightly",
 }
 
 
@@ -533,8 +589,23 @@ def test_ordinary_variables_pass_untouched() -> None:
     assert filtered_environment(set(), ORDINARY) == ORDINARY
 
 
-SYSTEM_NAMES = ("PATH", "HOME", "LANG", "TERM", "LC_CTYPE", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "USER",
-                "LOGNAME", "SHELL", "TMPDIR", "HOSTNAME", "XDG_CONFIG_HOME")
+SYSTEM_NAMES = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "TERM",
+    "LC_CTYPE",
+    "LC_ALL",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "HOSTNAME",
+    "XDG_CONFIG_HOME",
+)
 
 
 @pytest.mark.parametrize("name", ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DOCKER_HOST"])

@@ -119,8 +119,11 @@ async def test_fast_open_listen_and_udp_reach_nothing_with_the_network_off(
     udp.settimeout(0.3)
     try:
         py = sys.executable
-        output, meta = await bash(ctx, f"{py} {tmp_path}/fast_open.py {listener.port}; {py} {tmp_path}/listen.py; "
-                                       f"{py} {tmp_path}/udp.py {udp.getsockname()[1]}")
+        output, meta = await bash(
+            ctx,
+            f"{py} {tmp_path}/fast_open.py {listener.port}; {py} {tmp_path}/listen.py; "
+            f"{py} {tmp_path}/udp.py {udp.getsockname()[1]}",
+        )
         assert "answer:" not in output and "listening on" not in output and "sent" not in output, output
         assert output.count("Permission denied") == 3, output
         assert listener.accepted == 0 and listener.received == b""
@@ -143,7 +146,9 @@ async def test_fast_open_works_with_the_network_on(tmp_path: Path, sandbox_layer
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_unix_socket_outside_the_workspace_is_unreachable(tmp_path: Path, sandbox_layer: str, mode: str) -> None:
+async def test_a_unix_socket_outside_the_workspace_is_unreachable(
+    tmp_path: Path, sandbox_layer: str, mode: str
+) -> None:
     path = tmp_path / "outside.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
@@ -197,7 +202,11 @@ async def test_the_agent_cannot_be_stopped_or_killed_from_inside_a_command(tmp_p
     command = "agent=$(cat /proc/$PPID/status 2>/dev/null | head -1); kill -STOP $PPID; kill -9 $PPID; echo still here"
     done = subprocess.run(
         [sys.executable, "-c", AGENT, str(workspace), str(tmp_path / "scratch"), command],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "still here" in json.loads(done.stdout)["output"]
@@ -243,8 +252,16 @@ async def test_protected_paths_cannot_be_changed_and_git_commit_still_works(
     assert git(ws, "log", "--format=%s") == "one\n"
     assert {p: (ws / p).read_bytes() for p in (".git/config", ".bashrc")} == before
     assert sorted(os.listdir(ws / ".git" / "hooks")) == hooks_before
-    for created in (".git/info/attributes", ".gitmodules", ".localagent.toml", ".mcp.json", ".claude", ".envrc",
-                    ".git/commondir", ".git/config.worktree"):
+    for created in (
+        ".git/info/attributes",
+        ".gitmodules",
+        ".localagent.toml",
+        ".mcp.json",
+        ".claude",
+        ".envrc",
+        ".git/commondir",
+        ".git/config.worktree",
+    ):
         assert not (ws / created).exists(), created
     if meta["protected_restored"]:
         # What got past a mount (or every change, under Landlock) was put back, and said so.
@@ -289,8 +306,11 @@ async def test_hidden_folders_and_session_services_are_out_of_sight(
     ctx.scratch_dir = data / "tool-output" / "s1"
     ctx.scratch_dir.mkdir(parents=True)
     (ctx.scratch_dir / "earlier.txt").write_text("saved output\n")
-    output, _ = await bash(ctx, f"cat {home}/.ssh/id_rsa {home}/.netrc {data}/sessions/s.jsonl; "
-                                f"cat {ctx.scratch_dir}/earlier.txt; ls /run/user/$(id -u) 2>/dev/null | wc -l")
+    output, _ = await bash(
+        ctx,
+        f"cat {home}/.ssh/id_rsa {home}/.netrc {data}/sessions/s.jsonl; "
+        f"cat {ctx.scratch_dir}/earlier.txt; ls /run/user/$(id -u) 2>/dev/null | wc -l",
+    )
     assert "PRIVATE KEY" not in output and "password" not in output and "conversation" not in output
     assert "saved output" in output
 
@@ -350,8 +370,6 @@ def test_a_command_named_bwrap_in_the_workspace_is_never_run(tmp_path: Path, mon
         assert not marker.exists()
     finally:
         bubblewrap.bubblewrap_status.cache_clear()
-
-
 
 
 FAKE_LINE = "\x1b[2K\r→ view: README.md\n  ok in 0.1 s"
@@ -418,8 +436,11 @@ async def test_a_root_owned_command_cannot_remount_or_unmount(tmp_path: Path, sa
     ctx = make_ctx(tmp_path)
     git(ctx.workspace, "init", "-q")
     marker = f"/var/tmp/.localagent-remount-{os.getpid()}"
-    output, _ = await bash(ctx, f"mount -o remount,bind,rw / && touch {marker}; umount {ctx.workspace}/.git/config; "
-                                "grep -c . /proc/self/status >/dev/null; grep CapEff /proc/self/status")
+    output, _ = await bash(
+        ctx,
+        f"mount -o remount,bind,rw / && touch {marker}; umount {ctx.workspace}/.git/config; "
+        "grep -c . /proc/self/status >/dev/null; grep CapEff /proc/self/status",
+    )
     assert not Path(marker).exists()
     capabilities = int(output.split("CapEff:")[1].split()[0], 16)
     assert not capabilities >> 21 & 1, output  # no CAP_SYS_ADMIN: no mount, no unmount
@@ -431,11 +452,18 @@ VICTIM_STATE = "awk '/Max open files/ {print $4}' /proc/PID/limits; cut -d' ' -f
 async def test_prlimit_renice_and_friends_reach_no_other_process(tmp_path: Path, sandbox_layer: str) -> None:
     victim = subprocess.Popen(["sleep", "60"])
     try:
-        before = subprocess.run(["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True).stdout
+        before = subprocess.run(
+            ["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True
+        ).stdout
         v = victim.pid
-        await bash(make_ctx(tmp_path), f"prlimit --pid {v} --nofile=0:0 --cpu=0:0; renice -n 19 -p {v}; "
-                                       f"ionice -c 3 -p {v}; chrt -i -p 0 {v}; echo tried")
-        after = subprocess.run(["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True).stdout
+        await bash(
+            make_ctx(tmp_path),
+            f"prlimit --pid {v} --nofile=0:0 --cpu=0:0; renice -n 19 -p {v}; "
+            f"ionice -c 3 -p {v}; chrt -i -p 0 {v}; echo tried",
+        )
+        after = subprocess.run(
+            ["sh", "-c", VICTIM_STATE.replace("PID", str(victim.pid))], capture_output=True, text=True
+        ).stdout
         assert victim.poll() is None and after == before
     finally:
         victim.kill()
@@ -446,11 +474,18 @@ async def test_the_agent_cannot_be_limited_from_inside_a_command(tmp_path: Path,
     workspace = tmp_path / "ws"
     workspace.mkdir()
     # The agent puts its own pid in the command: under bubblewrap $PPID names a process inside.
-    agent = AGENT.replace("command = sys.argv[1:4]\n", "command = sys.argv[1:4]\ncommand = command.replace('AGENT', str(__import__('os').getpid()))\n")
+    agent = AGENT.replace(
+        "command = sys.argv[1:4]\n",
+        "command = sys.argv[1:4]\ncommand = command.replace('AGENT', str(__import__('os').getpid()))\n",
+    )
     command = "prlimit --pid AGENT --cpu=0:0; prlimit --pid AGENT --nofile=0:0; echo still here"
     done = subprocess.run(
         [sys.executable, "-c", agent, str(workspace), str(tmp_path / "scratch"), command],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "still here" in json.loads(done.stdout)["output"]
@@ -473,7 +508,9 @@ async def test_a_protected_folder_too_deep_to_read_is_removed_and_the_next_comma
 ) -> None:
     ctx = make_ctx(tmp_path)
     deep = "a/" * 1100
-    output, meta = await bash(ctx, f"mkdir -p .claude && echo '{{}}' > .claude/settings.json && mkdir -p .claude/{deep}")
+    output, meta = await bash(
+        ctx, f"mkdir -p .claude && echo '{{}}' > .claude/settings.json && mkdir -p .claude/{deep}"
+    )
     assert not (ctx.workspace / ".claude").exists(), output
     assert meta["protected_restored"] == [".claude"]
     output, _ = await bash(ctx, "echo next")
@@ -492,9 +529,11 @@ async def test_git_cannot_be_moved_aside_for_a_gitfile(tmp_path: Path, sandbox_l
 async def test_the_kernel_keyring_is_out_of_reach(tmp_path: Path, sandbox_layer: str) -> None:
     if platform.machine() != "x86_64":
         pytest.skip("the probe calls keyctl by its x86_64 number")
-    probe = ("import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
-             "r = libc.syscall(250, 0, -4, 0); print('keyctl', r, ctypes.get_errno())")
-    output, _ = await bash(make_ctx(tmp_path), f"{sys.executable} -c \"{probe}\"")
+    probe = (
+        "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+        "r = libc.syscall(250, 0, -4, 0); print('keyctl', r, ctypes.get_errno())"
+    )
+    output, _ = await bash(make_ctx(tmp_path), f'{sys.executable} -c "{probe}"')
     assert f"keyctl -1 {errno.EPERM}" in output, output
 
 

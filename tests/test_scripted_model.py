@@ -18,7 +18,15 @@ from tests.scripted_model import (
     ScriptedTurn,
 )
 
-TIMING_KEYS = {"cache_n", "prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_second"}
+TIMING_KEYS = {
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_second",
+}
 
 
 def client(srv: ScriptedModelServer) -> openai.AsyncOpenAI:
@@ -153,10 +161,15 @@ async def test_prompt_larger_than_n_ctx_is_rejected_without_using_a_turn() -> No
 
 
 async def test_prompt_cache_emulation_on_appended_request() -> None:
-    history = [{"role": "system", "content": "You are a careful coding agent. " * 20}, {"role": "user", "content": "hi"}]
+    history = [
+        {"role": "system", "content": "You are a careful coding agent. " * 20},
+        {"role": "user", "content": "hi"},
+    ]
     async with ScriptedModelServer(["one", "two"]) as srv:
         first = await collect(srv, history)
-        second = await collect(srv, history + [{"role": "assistant", "content": "one"}, {"role": "user", "content": "more"}])
+        second = await collect(
+            srv, history + [{"role": "assistant", "content": "one"}, {"role": "user", "content": "more"}]
+        )
     t1 = first[-1].model_extra["timings"]
     t2 = second[-1].model_extra["timings"]
     assert t1["cache_n"] == 0 and t1["prompt_n"] > 100

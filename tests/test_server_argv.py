@@ -100,9 +100,7 @@ def test_every_builtin_profile_maps_onto_upstream(upstream):
 
 
 def test_dflash_against_a_binary_without_dflash_is_a_clear_error(upstream):
-    no_dflash = parse_help(
-        (FIXTURES / "llama-server-b11434-help.txt").read_text().replace("draft-dflash,", "")
-    )
+    no_dflash = parse_help((FIXTURES / "llama-server-b11434-help.txt").read_text().replace("draft-dflash,", ""))
     with pytest.raises(ProfileError, match="needs DFlash speculative decoding.*offers --spec-type"):
         plan_for("gemma4-31b-dflash", no_dflash)
 
@@ -134,9 +132,7 @@ def test_api_key_passed_through(upstream):
 
 
 def test_user_profile_extends_and_merges_nested_tables(upstream):
-    profiles = load_profiles(
-        {"fast": {"extends": "tiny", "ctx_size": 2048, "speculative": {"ngram_n_max": 32}}}
-    )
+    profiles = load_profiles({"fast": {"extends": "tiny", "ctx_size": 2048, "speculative": {"ngram_n_max": 32}}})
     fast = profiles["fast"]
     assert fast.ctx_size == 2048
     assert fast.speculative.type == "ngram-mod" and fast.speculative.ngram_n_max == 32

@@ -36,7 +36,7 @@ PLAIN_CPU = CpuInfo("x86_64", "AMD EPYC", ("avx2", "avx512f"), 2, 2)
 
 def _define(flags: list[str], name: str) -> str | None:
     prefix = f"-D{name}="
-    return next((flag[len(prefix):] for flag in flags if flag.startswith(prefix)), None)
+    return next((flag[len(prefix) :] for flag in flags if flag.startswith(prefix)), None)
 
 
 # -- flags and keys -------------------------------------------------------------------------------
@@ -74,7 +74,11 @@ def test_portable_variant_targets_skip_the_amx_variant():
     )
     listing += "\n... llama-server\n... ggml-cpu-haswell\n"
     assert portable_cpu_targets(listing) == [
-        "ggml-cpu-x64", "ggml-cpu-sse42", "ggml-cpu-haswell", "ggml-cpu-icelake", "ggml-cpu-zen4"
+        "ggml-cpu-x64",
+        "ggml-cpu-sse42",
+        "ggml-cpu-haswell",
+        "ggml-cpu-icelake",
+        "ggml-cpu-zen4",
     ]
 
 
@@ -89,9 +93,16 @@ def test_native_cache_key_changes_with_the_cpu_flags_and_portable_does_not():
 def test_cpuinfo_keeps_instruction_sets_only_and_counts_physical_cores():
     text = "\n".join(
         [
-            "processor\t: 0", "model name\t: Intel(R) Xeon(R)", "physical id\t: 0", "core id\t: 0",
+            "processor\t: 0",
+            "model name\t: Intel(R) Xeon(R)",
+            "physical id\t: 0",
+            "core id\t: 0",
             "flags\t\t: fpu hypervisor avx2 amx_tile constant_tsc avx512f",
-            "", "processor\t: 1", "model name\t: Intel(R) Xeon(R)", "physical id\t: 0", "core id\t: 0",
+            "",
+            "processor\t: 1",
+            "model name\t: Intel(R) Xeon(R)",
+            "physical id\t: 0",
+            "core id\t: 0",
             "flags\t\t: fpu hypervisor avx2 amx_tile constant_tsc avx512f",
         ]
     )
@@ -120,7 +131,9 @@ def _plan(binary: Path, port: int, model_bytes: int | None = None) -> LaunchPlan
     port = port or free_port()
     return LaunchPlan(
         argv=[str(binary), "-m", "x.gguf", "--host", "127.0.0.1", "--port", str(port)],
-        host="127.0.0.1", port=port, model_bytes=model_bytes,
+        host="127.0.0.1",
+        port=port,
+        model_bytes=model_bytes,
     )
 
 
@@ -150,7 +163,9 @@ async def test_a_server_killed_by_a_signal_while_starting_is_named_with_cause_an
 async def test_the_supervisor_names_the_signal_when_a_running_server_dies(tmp_path: Path):
     binary = _fake_binary(tmp_path / "bin", "serve-then:ILL")
     supervisor = Supervisor(
-        _plan(binary, 0), tmp_path / "server.log", startup_timeout=30,
+        _plan(binary, 0),
+        tmp_path / "server.log",
+        startup_timeout=30,
         policy=RestartPolicy(max_restarts=0),
     )
     await supervisor.start()
@@ -354,7 +369,10 @@ def test_auto_threads_reach_the_command_line_and_fixed_threads_stay(monkeypatch)
     plan = build_launch_plan(BUILTIN_PROFILES["tiny"], caps, Path("/bin/llama-server"), models)
     assert "-t 1 -tb 1" in plan.shell() and any("1 busy" in note for note in plan.notes)
     fixed = build_launch_plan(
-        BUILTIN_PROFILES["tiny-dflash"], caps, Path("/bin/llama-server"), ResolvedModels(Path("/m.gguf"), Path("/d.gguf"))
+        BUILTIN_PROFILES["tiny-dflash"],
+        caps,
+        Path("/bin/llama-server"),
+        ResolvedModels(Path("/m.gguf"), Path("/d.gguf")),
     )
     assert "-t 1" in fixed.shell() and "-tb" not in fixed.shell()
 

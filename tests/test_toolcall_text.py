@@ -32,7 +32,7 @@ def test_gemma_native_syntax_with_delimited_strings() -> None:
 def test_gemma_mixed_values_and_multiline_string_with_quotes() -> None:
     body = 'def f():\n    return "x, {y}"\n'
     text = (
-        "<|tool_call>call:edit{path:<|\"|>src/m.py<|\"|>,new:<|\"|>"
+        '<|tool_call>call:edit{path:<|"|>src/m.py<|"|>,new:<|"|>'
         + body
         + '<|"|>,count:2,dry:false,ratio:0.5,tags:[<|"|>a<|"|>,<|"|>b<|"|>],opts:{deep:true}}<tool_call|>'
     )
@@ -225,6 +225,7 @@ def test_text_without_calls_is_untouched_when_nothing_found() -> None:
 
 
 # --- validation and feedback -------------------------------------------------------
+
 
 def test_format_error_feedback_restates_format() -> None:
     text = format_error_feedback("unknown tool 'rm_rf'", ["view", "bash"])

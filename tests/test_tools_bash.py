@@ -185,9 +185,7 @@ async def test_env_allow_lets_a_named_variable_through(ctx: ToolContext, monkeyp
 async def test_cancellation_kills_the_process_group(ctx: ToolContext) -> None:
     pid_file = ctx.workspace / "child.pid"
     marker = unique_seconds()
-    task = asyncio.create_task(
-        BashTool().run({"command": f"sleep {marker} & echo $! > {pid_file}; sleep 100"}, ctx)
-    )
+    task = asyncio.create_task(BashTool().run({"command": f"sleep {marker} & echo $! > {pid_file}; sleep 100"}, ctx))
     await wait_for_file(pid_file)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

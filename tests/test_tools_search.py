@@ -286,6 +286,7 @@ async def test_searching_never_runs_git(tmp_path: Path) -> None:
 
 # --- files too large to search ---------------------------------------------
 
+
 def write_large_file(path: Path, line: str) -> int:
     from tools.grep_tool import MAX_SEARCHED_FILE_BYTES
 
@@ -328,6 +329,7 @@ async def test_a_large_file_given_as_path_is_searched(ctx: ToolContext) -> None:
 
 
 # --- encodings --------------------------------------------------------------
+
 
 async def test_grep_reads_utf8_with_a_stray_byte_as_utf8(ctx: ToolContext) -> None:
     (ctx.workspace / "menu.txt").write_bytes("café \xff crème\n".encode().replace(b"\xc3\xbf", b"\xff"))

@@ -84,7 +84,13 @@ def test_shell_notes_keep_the_head_and_tail_of_long_output() -> None:
 
 
 def test_ranking_prefers_in_order_matches_and_the_file_name() -> None:
-    paths = ["tui/screens/chat.tcss", "tui/screens/chat_commands.py", "tui/screens/chat.py", "agent/loop.py", "README.md"]
+    paths = [
+        "tui/screens/chat.tcss",
+        "tui/screens/chat_commands.py",
+        "tui/screens/chat.py",
+        "agent/loop.py",
+        "README.md",
+    ]
     assert rank_paths("chat.py", paths)[0] == "tui/screens/chat.py"
     assert rank_paths("loop", paths)[0] == "agent/loop.py"
     assert rank_paths("readme", paths)[0] == "README.md"

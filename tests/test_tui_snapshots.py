@@ -56,7 +56,9 @@ EDIT_DIFF = """--- a/calc.py
 def make_app(speculative: bool = True) -> LocalAgentApp:
     agent = SyntheticAgent(speculative=speculative)
     agent.totals.update(prompt_tokens=1234, completion_tokens=321, tool_calls=2)
-    return LocalAgentApp(factory_for(SyntheticRuntime(agent, session_id="20250101-snapshot")), label="tiny", telemetry=False)
+    return LocalAgentApp(
+        factory_for(SyntheticRuntime(agent, session_id="20250101-snapshot")), label="tiny", telemetry=False
+    )
 
 
 async def settle(pilot: Pilot) -> LocalAgentApp:
@@ -172,7 +174,12 @@ def test_approval_modal(snap_compare):
         arguments = {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}
         await app.chat.show_event(ToolCallStarted("call_1", "edit", arguments, "calc.py"))
         request = ApprovalRequested(
-            "call_1", "edit", "calc.py", arguments, "ask mode: edit needs approval", EDIT_DIFF,
+            "call_1",
+            "edit",
+            "calc.py",
+            arguments,
+            "ask mode: edit needs approval",
+            EDIT_DIFF,
             asyncio.get_running_loop().create_future(),
         )
         await app.chat.show_event(request)
@@ -211,7 +218,12 @@ def test_approval_modal_with_saving(snap_compare, tmp_path):
         arguments = {"command": "pytest -q tests/test_calc.py"}
         await app.chat.show_event(ToolCallStarted("call_1", "bash", arguments, arguments["command"]))
         request = ApprovalRequested(
-            "call_1", "bash", arguments["command"], arguments, "ask mode: bash needs approval", None,
+            "call_1",
+            "bash",
+            arguments["command"],
+            arguments,
+            "ask mode: bash needs approval",
+            None,
             asyncio.get_running_loop().create_future(),
         )
         await app.chat.show_event(request)
@@ -244,5 +256,7 @@ def test_file_picker(snap_compare, tmp_path):
         await pilot.pause(0.1)
 
     agent = SyntheticAgent(tool_ctx=ToolContext(workspace=tmp_path, scratch_dir=tmp_path / ".scratch"))
-    app = LocalAgentApp(factory_for(SyntheticRuntime(agent, session_id="20250101-snapshot")), label="tiny", telemetry=False)
+    app = LocalAgentApp(
+        factory_for(SyntheticRuntime(agent, session_id="20250101-snapshot")), label="tiny", telemetry=False
+    )
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

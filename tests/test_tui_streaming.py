@@ -25,9 +25,7 @@ from tui.widgets.streamed_markdown import MarkdownLines
 SIZE = (140, 44)
 
 
-async def wait_for(
-    pilot: Pilot, predicate: Callable[[], object], timeout: float = 20.0
-) -> None:
+async def wait_for(pilot: Pilot, predicate: Callable[[], object], timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -52,10 +50,7 @@ def session_line(app: LocalAgentApp) -> str:
 
 def last_drawn_line(answer: AssistantMessage) -> str:
     """The last line with text in it that the answer's widgets have drawn."""
-    parts = [
-        chunk.get_selection(Selection(None, None))
-        for chunk in answer.query(MarkdownLines)
-    ]
+    parts = [chunk.get_selection(Selection(None, None)) for chunk in answer.query(MarkdownLines)]
     lines = "\n".join(part[0] for part in parts if part).splitlines()
     return [line.strip() for line in lines if line.strip()][-1]
 
@@ -70,9 +65,7 @@ async def test_session_totals_count_live_during_a_turn_and_end_exact():
         model = app.chat.metrics.model
         # Mid-turn: the agent has counted nothing yet, the panel already has the request so far.
         assert agent.totals["completion_tokens"] == 50
-        await wait_for(
-            pilot, lambda: session_line(app) == "1,600 prompt · 170 completion"
-        )
+        await wait_for(pilot, lambda: session_line(app) == "1,600 prompt · 170 completion")
         assert (model.session_prompt_tokens, model.session_completion_tokens) == (
             1600,
             170,
@@ -132,9 +125,7 @@ async def test_a_fast_stream_ends_complete_and_identical_after_batching():
         chunks = list(answer.query(MarkdownLines))
         assert len(chunks) > 1 and "".join(chunk.source for chunk in chunks) == expected
         # It ends inside a code block that is still open: drawn as code, up to the last token.
-        assert expected.endswith(
-            "```python\ndef total(values: list[float]) -> float:\n  "
-        )
+        assert expected.endswith("```python\ndef total(values: list[float]) -> float:\n  ")
         assert last_drawn_line(answer) == "def total(values: list[float]) -> float:"
 
 
@@ -151,9 +142,7 @@ async def test_a_cancelled_turn_shows_every_token_it_got_including_the_last_batc
         expected = "".join(synthetic_tokens(2000)[:777])
         assert answer.text == answer.source == expected
         assert not answer.streaming
-        assert (
-            expected.endswith("in time.\n\nEdge ") and last_drawn_line(answer) == "Edge"
-        )
+        assert expected.endswith("in time.\n\nEdge ") and last_drawn_line(answer) == "Edge"
         model = app.chat.metrics.model
         # Cancelled before the agent counted the request: the live count goes back to the agent's.
         assert (model.session_prompt_tokens, model.session_completion_tokens) == (0, 0)

@@ -32,7 +32,8 @@ def free_port() -> int:
 def turns_finished(la_env) -> int:
     """Turns ended so far, from the session file (the screen may have scrolled their summaries away)."""
     return sum(
-        line.count('"turn_finished"') for path in (la_env.home / "data" / "sessions").glob("*.jsonl")
+        line.count('"turn_finished"')
+        for path in (la_env.home / "data" / "sessions").glob("*.jsonl")
         for line in path.read_text().splitlines()
     )
 
@@ -78,7 +79,17 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
     localagent = Path(sys.executable).with_name("localagent")
     # COLUMNS/LINES from the test process would override the pane's real size.
     command = " ".join(
-        ["env", "-u", "COLUMNS", "-u", "LINES", *(f"{k}={v}" for k, v in env.items()), str(localagent), "--profile", "tiny"]
+        [
+            "env",
+            "-u",
+            "COLUMNS",
+            "-u",
+            "LINES",
+            *(f"{k}={v}" for k, v in env.items()),
+            str(localagent),
+            "--profile",
+            "tiny",
+        ]
     )
     tmux = Tmux()
     server_pid = None
@@ -112,7 +123,8 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
             tmux("send-keys", "-t", "la", "Enter")
             screen = tmux.wait_for(
                 lambda s, attempt=attempt: figures(s) or turns_finished(la_env) >= attempt or "Allow once" in s,
-                90, "the turn",
+                90,
+                "the turn",
             )
             if figures(screen):
                 break

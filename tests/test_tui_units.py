@@ -96,8 +96,9 @@ def test_server_state_comes_from_the_supervisor_or_from_reachability():
     live.managed = False
     live.apply_stats(ServerStats(reachable=False))
     assert live.server_state == "down"
-    snapshot = MetricsSnapshot(draft_tokens_total=100.0, accepted_tokens_total=60.0, drafts_total=25.0,
-                               accepted_per_position=(20.0, 15.0))
+    snapshot = MetricsSnapshot(
+        draft_tokens_total=100.0, accepted_tokens_total=60.0, drafts_total=25.0, accepted_per_position=(20.0, 15.0)
+    )
     live.apply_stats(ServerStats(reachable=True, metrics=snapshot))
     assert live.server_state == "ready"
     assert live.mean_accepted_length == pytest.approx(1 + 60 / 25)
@@ -143,12 +144,18 @@ def test_code_blocks_are_drawn_as_rich_draws_them():
     ]
     for markdown in cases:
         ours = console.render_lines(rich_markdown(markdown), console.options, pad=True)
-        rich = console.render_lines(Markdown(markdown, code_theme="monokai", hyperlinks=False), console.options, pad=True)
+        rich = console.render_lines(
+            Markdown(markdown, code_theme="monokai", hyperlinks=False), console.options, pad=True
+        )
         assert ours == rich, markdown
     # A line wider than the block is folded at the edge, nothing lost.
     long = "```python\nx = '" + "y" * 100 + "'\n```"
-    lines = ["".join(segment.text for segment in line) for line in console.render_lines(rich_markdown(long), console.options)]
-    assert all(len(line) == 60 for line in lines) and "".join(line.strip() for line in lines) == "x = '" + "y" * 100 + "'"
+    lines = [
+        "".join(segment.text for segment in line) for line in console.render_lines(rich_markdown(long), console.options)
+    ]
+    assert (
+        all(len(line) == 60 for line in lines) and "".join(line.strip() for line in lines) == "x = '" + "y" * 100 + "'"
+    )
 
 
 def test_session_totals_count_the_running_turn_live_and_end_on_the_agents_count():
@@ -241,8 +248,17 @@ def test_metrics_model_shows_real_prompt_progress_until_the_first_token():
     model.reading(512, 2048, 0.5)
     assert model.prompt_progress == (512, 2048) and model.waiting_since == 0.0
     model.record(
-        Metrics(predicted_n=1, predicted_per_second=10.0, prompt_n=2048, cache_n=0, prompt_per_second=900.0,
-                draft_n=None, draft_n_accepted=None, context_used=2049, n_ctx=8192),
+        Metrics(
+            predicted_n=1,
+            predicted_per_second=10.0,
+            prompt_n=2048,
+            cache_n=0,
+            prompt_per_second=900.0,
+            draft_n=None,
+            draft_n_accepted=None,
+            context_used=2049,
+            n_ctx=8192,
+        ),
         1.0,
     )
     assert model.prompt_progress is None and model.waiting_since is None

@@ -68,8 +68,15 @@ def test_an_unapproved_workspace_file_cannot_widen_anything(tmp_path: Path):
     assert agent.max_steps == 7 and server.port == 8999
     [notice] = loaded.notices
     for key in (
-        "agent.mode", "agent.headless_mode", "agent.env_allow", "agent.permissions.allow", "server.binary",
-        "server.host", "server.base_url", "server.api_key", "profiles",
+        "agent.mode",
+        "agent.headless_mode",
+        "agent.env_allow",
+        "agent.permissions.allow",
+        "server.binary",
+        "server.host",
+        "server.base_url",
+        "server.api_key",
+        "profiles",
     ):
         assert key in notice
     assert "localagent config approve" in notice

@@ -3,7 +3,6 @@
 A standalone layer: it must not import agent, tui, server or localagent.
 """
 
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -29,7 +29,9 @@ def hostile_value_problem(value: Any, name: str = "") -> str | None:
         return f"{where} is {value}, which is not a number JSON allows; send a finite number"
     elif isinstance(value, dict):
         for key, item in value.items():
-            problem = hostile_value_problem(key, name) or hostile_value_problem(item, f"{name}.{key}" if name else str(key))
+            problem = hostile_value_problem(key, name) or hostile_value_problem(
+                item, f"{name}.{key}" if name else str(key)
+            )
             if problem:
                 return problem
     elif isinstance(value, list):
@@ -106,7 +108,7 @@ class Tool(ABC):
             reason = exc.strerror or str(exc)
             where = f" ({exc.filename})" if exc.filename else ""
             return ToolResult.error(f"{self.name} failed: {reason}{where}")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - model input must never crash the loop
             return ToolResult.error(f"{self.name} failed on this input: {type(exc).__name__}: {exc}")
 
     def argument_problem(self, args: Any) -> str | None:

@@ -103,19 +103,21 @@ class BashTool(Tool):
             capture.close(keep_spool=False)
             raise ToolError(f"could not set up the bash sandbox: {exc.strerror or exc}") from exc
         try:
-            transport, protocol = await _started(loop.subprocess_exec(
-                lambda: _CommandProtocol(capture),
-                *confinement.argv(["bash", "-c", command]),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=ctx.workspace,
-                env=filtered_environment(ctx.env_allow),
-                # Own session = own process group, so a timeout can kill every descendant.
-                start_new_session=True,
-                preexec_fn=confinement.preexec_fn,
-                pass_fds=confinement.pass_fds,
-            ))
+            transport, protocol = await _started(
+                loop.subprocess_exec(
+                    lambda: _CommandProtocol(capture),
+                    *confinement.argv(["bash", "-c", command]),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    cwd=ctx.workspace,
+                    env=filtered_environment(ctx.env_allow),
+                    # Own session = own process group, so a timeout can kill every descendant.
+                    start_new_session=True,
+                    preexec_fn=confinement.preexec_fn,
+                    pass_fds=confinement.pass_fds,
+                )
+            )
         except asyncio.CancelledError:
             capture.close(keep_spool=False)
             raise

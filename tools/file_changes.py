@@ -72,6 +72,6 @@ class FileChangeTool(PathTool):
             return None
         try:
             change = self.plan(args, ctx)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a preview is advisory and must never break the approval prompt
             return None
         return change.diff() or None

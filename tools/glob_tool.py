@@ -20,13 +20,13 @@ class GlobTool(Tool):
     description = (
         "Find files whose path matches a glob pattern, relative to the workspace (or to `path`). "
         "`*` and `?` stay within one directory and `**/` spans any number of directories: "
-        "\"*.py\" matches only the top level, \"**/*.py\" matches everywhere. Files ignored by "
+        '"*.py" matches only the top level, "**/*.py" matches everywhere. Files ignored by '
         f".gitignore are skipped. Lists at most {MAX_GLOB_RESULTS} paths, newest first."
     )
     parameters = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. \"src/**/*.py\"."},
+            "pattern": {"type": "string", "minLength": 1, "description": 'Glob pattern, e.g. "src/**/*.py".'},
             "path": {
                 "type": "string",
                 "description": "Directory the pattern is relative to (default: the workspace root).",
@@ -65,8 +65,7 @@ class GlobTool(Tool):
         output = "\n".join(listed)
         if len(matches) > MAX_GLOB_RESULTS:
             output += (
-                f"\n[showing the {MAX_GLOB_RESULTS} newest of {len(matches)} matching files; "
-                "use a narrower pattern]"
+                f"\n[showing the {MAX_GLOB_RESULTS} newest of {len(matches)} matching files; use a narrower pattern]"
             )
         return ToolResult(output=output, metadata=metadata)
 

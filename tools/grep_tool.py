@@ -44,7 +44,7 @@ class GrepTool(Tool):
         "`path:line:text`. Searches the workspace (or `path`, a file or directory), skipping "
         "binary files and anything .gitignore excludes; files over 10 MB are skipped and named "
         "unless given as `path`. `glob` limits which files are searched "
-        "(\"*.py\" matches by file name, \"src/**/*.ts\" by path)."
+        '("*.py" matches by file name, "src/**/*.ts" by path).'
     )
     parameters = {
         "type": "object",
@@ -55,7 +55,7 @@ class GrepTool(Tool):
                 "description": "Regular expression (Python syntax without lookaround or backreferences).",
             },
             "path": path_property("File or directory to search", default="all of it"),
-            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.py\"."},
+            "glob": {"type": "string", "description": 'Only search files matching this glob, e.g. "*.py".'},
             "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
             "max_results": {
                 "type": "integer",
@@ -102,15 +102,11 @@ class GrepTool(Tool):
         cwd = base.parent if base.is_file() else base
         outcome = await search_files(selection.files, cwd, rg_args, max_results, deadline)
         if _needs_latin1_pass(pattern, outcome):
-            latin1 = await search_files(
-                selection.files, cwd, ["--encoding", "latin1", *rg_args], max_results, deadline
-            )
+            latin1 = await search_files(selection.files, cwd, ["--encoding", "latin1", *rg_args], max_results, deadline)
             await asyncio.to_thread(_merge_latin1_matches, outcome, latin1)
         # Decoding lines may read files to learn their encoding: blocking file work.
         lines = await asyncio.to_thread(_render_matches, outcome.matches, selection.files, ctx.workspace)
-        return _result(
-            args, shown_base, selection, outcome, lines, max_results, self.timeout_seconds, ctx.workspace
-        )
+        return _result(args, shown_base, selection, outcome, lines, max_results, self.timeout_seconds, ctx.workspace)
 
     async def _select(self, base: Path, name_glob: str | None, deadline: float) -> _Selection:
         if base.is_file():
@@ -241,10 +237,7 @@ def _result(
         )
     output = "\n".join(lines[:max_results])
     if capped:
-        output += (
-            f"\n[results capped at {max_results} lines; narrow the pattern, path or glob, "
-            "or raise max_results]"
-        )
+        output += f"\n[results capped at {max_results} lines; narrow the pattern, path or glob, or raise max_results]"
     output += "".join(f"\n{note}" for note in notes)
     return ToolResult(output=output, metadata=metadata)
 

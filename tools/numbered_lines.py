@@ -9,9 +9,7 @@ SNIPPET_CONTEXT_LINES = 4
 
 
 def format_numbered(lines: Sequence[str], first_number: int = 1) -> str:
-    return "\n".join(
-        f"{number:>{NUMBER_WIDTH}}\t{line}" for number, line in enumerate(lines, start=first_number)
-    )
+    return "\n".join(f"{number:>{NUMBER_WIDTH}}\t{line}" for number, line in enumerate(lines, start=first_number))
 
 
 def snippet(lines: Sequence[str], first_line: int, last_line: int, context: int = SNIPPET_CONTEXT_LINES) -> str:

@@ -52,9 +52,13 @@ class OutputCapture:
         self._spool_failed = False
 
     def add(self, chunk: bytes) -> None:
-        if self._spool is None and not self._spool_failed and (
-            self.total_bytes + len(chunk) > SPOOL_AFTER_BYTES
-            or self.total_newlines + chunk.count(b"\n") > SPOOL_AFTER_LINES
+        if (
+            self._spool is None
+            and not self._spool_failed
+            and (
+                self.total_bytes + len(chunk) > SPOOL_AFTER_BYTES
+                or self.total_newlines + chunk.count(b"\n") > SPOOL_AFTER_LINES
+            )
         ):
             # Everything so far is still in memory (nothing was dropped yet): start the file with it.
             self._open_spool(bytes(self.head) + bytes(self.tail))

@@ -57,4 +57,3 @@ def _one_line(stderr: str) -> str:
         if carets and caret_line[: carets.start()].strip() == "":
             return f"{reason} (at {above[carets.start() : carets.end()]!r})"
     return reason
-

@@ -111,7 +111,12 @@ def filter_drivers(cwd: Path, env: Mapping[str, str], timeout: float = 30.0) -> 
     try:
         done = subprocess.run(
             ["git", "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
-            cwd=cwd, env=dict(env), capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout, check=False,
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -124,8 +129,12 @@ def filter_drivers(cwd: Path, env: Mapping[str, str], timeout: float = 30.0) -> 
 
 
 def run_git(
-    *args: str, cwd: Path, env: Mapping[str, str], filters: list[str] | None = None,
-    input: bytes | None = None, timeout: float | None = None,
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    filters: list[str] | None = None,
+    input: bytes | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
     # Read at call time, so the deadline can be changed for every caller at once.
@@ -133,7 +142,12 @@ def run_git(
     names = filter_drivers(cwd, env, min(timeout, 30.0)) if filters is None else filters
     entries = safe_config(names, env.get("GIT_WORK_TREE"))
     return subprocess.run(
-        ["git", "--no-pager", *args], cwd=cwd, env={**env, **config_environment(entries)}, input=input,
+        ["git", "--no-pager", *args],
+        cwd=cwd,
+        env={**env, **config_environment(entries)},
+        input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True, timeout=timeout, check=False,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
     )

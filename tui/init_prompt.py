@@ -42,9 +42,7 @@ def init_prompt(workspace: Path) -> str:
             f"and the author's structure and voice. {_CONTENT}"
         )
     legacy = workspace / "CLAUDE.md"
-    source = (
-        " This repository has a CLAUDE.md: read it and carry over what is still true." if legacy.is_file() else ""
-    )
+    source = " This repository has a CLAUDE.md: read it and carry over what is still true." if legacy.is_file() else ""
     return (
         f"Write an {FILE_NAME} for this repository: the instructions a coding agent (you, in a later "
         f"session) needs to work here well.{source}\n\n"

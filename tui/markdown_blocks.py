@@ -44,11 +44,7 @@ def _fence_after(line: str, fence: str | None) -> str | None:
     marker = match.group(1)
     if fence is None:
         return marker
-    closes = (
-        marker[0] == fence[0]
-        and len(marker) >= len(fence)
-        and not line[match.end() :].strip()
-    )
+    closes = marker[0] == fence[0] and len(marker) >= len(fence) and not line[match.end() :].strip()
     return None if closes else fence
 
 

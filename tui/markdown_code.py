@@ -40,21 +40,15 @@ def _theme(name: str) -> SyntaxTheme:
 class FastCodeBlock(CodeBlock):
     """Rich's Markdown code block element, drawn by ``code_lines``."""
 
-    def __rich_console__(
-        self, console: Console, options: ConsoleOptions
-    ) -> RenderResult:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         code = str(self.text).rstrip()
-        theme = (
-            self.theme if isinstance(self.theme, SyntaxTheme) else _theme(self.theme)
-        )
+        theme = self.theme if isinstance(self.theme, SyntaxTheme) else _theme(self.theme)
         for line in code_lines(code, self.lexer_name, theme, options.max_width):
             yield from line
             yield Segment.line()
 
 
-def code_lines(
-    code: str, lexer_name: str, theme: SyntaxTheme, width: int
-) -> list[list[Segment]]:
+def code_lines(code: str, lexer_name: str, theme: SyntaxTheme, width: int) -> list[list[Segment]]:
     """``code`` highlighted, as lines of exactly ``width`` cells (padding included)."""
     background = theme.get_background_style()
     inner = max(1, width - 2)
@@ -63,16 +57,12 @@ def code_lines(
     lines: list[list[Segment]] = [blank]
     for row in _highlighted(code.expandtabs(TAB_SIZE), lexer_name, theme, background):
         for piece in _fold(row, inner):
-            lines.append(
-                [pad, *Segment.adjust_line_length(piece, inner, background), pad]
-            )
+            lines.append([pad, *Segment.adjust_line_length(piece, inner, background), pad])
     lines.append(blank)
     return lines
 
 
-def _highlighted(
-    code: str, lexer_name: str, theme: SyntaxTheme, background: Style
-) -> list[list[Segment]]:
+def _highlighted(code: str, lexer_name: str, theme: SyntaxTheme, background: Style) -> list[list[Segment]]:
     """The lines of ``code`` as segments styled by the lexer's tokens over ``background``."""
     lexer = _lexer(lexer_name)
     if lexer is None:
@@ -83,9 +73,7 @@ def _highlighted(
     for token_type, value in lexer.get_tokens(code):
         style = styles.get(token_type)
         if style is None:
-            style = styles[token_type] = background + theme.get_style_for_token(
-                token_type
-            )
+            style = styles[token_type] = background + theme.get_style_for_token(token_type)
         first, *rest = value.split("\n")
         if first:
             rows[-1].append(Segment(first, style))
@@ -100,6 +88,4 @@ def _fold(row: list[Segment], width: int) -> list[list[Segment]]:
     length = Segment.get_line_length(row)
     if length <= width:
         return [row]
-    return [
-        list(part) for part in Segment.divide(row, range(width, length + width, width))
-    ]
+    return [list(part) for part in Segment.divide(row, range(width, length + width, width))]

@@ -64,8 +64,9 @@ class LocalAgentAcp:
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
-                         **kwargs: Any) -> InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -81,8 +82,9 @@ class LocalAgentAcp:
         session = self._open(cwd, mcp_servers, resume=None, session_id=new_session_id())
         return NewSessionResponse(session_id=session.session_id, modes=_modes(session.mode))
 
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                           **kwargs: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
         """The saved session, its conversation replayed to the editor before the answer."""
         ctx = _context(cwd)
         async with self._load_lock:  # two loads of one session must not both keep an agent
@@ -189,7 +191,9 @@ def _modes(current: str) -> SessionModeState:
     )
 
 
-def _options_for(base: AgentOptions, resume: str | None, mcp_servers: list[Any] | None, ctx: AppContext) -> AgentOptions:
+def _options_for(
+    base: AgentOptions, resume: str | None, mcp_servers: list[Any] | None, ctx: AppContext
+) -> AgentOptions:
     from dataclasses import replace
 
     options = replace(base, resume=resume)
@@ -211,11 +215,15 @@ def _mcp_config_file(servers: list[Any], ctx: AppContext, given: Path | None) ->
     for server in servers:
         if isinstance(server, McpServerStdio):
             entries[server.name] = {
-                "command": server.command, "args": list(server.args), "env": {e.name: e.value for e in server.env},
+                "command": server.command,
+                "args": list(server.args),
+                "env": {e.name: e.value for e in server.env},
             }
         elif isinstance(server, HttpMcpServer | SseMcpServer):
             entries[server.name] = {
-                "type": server.type, "url": server.url, "headers": {h.name: h.value for h in server.headers},
+                "type": server.type,
+                "url": server.url,
+                "headers": {h.name: h.value for h in server.headers},
             }
     directory = ctx.paths.state / "acp"
     directory.mkdir(parents=True, exist_ok=True)
@@ -248,14 +256,23 @@ def _history_updates(events: list[dict[str, Any]], workspace: Path) -> list[Any]
                 except ValueError:
                     arguments = {}
                 name = str(function.get("name") or "tool")
-                shown.append(acp.start_tool_call(
-                    str(call.get("id")), name, kind=updates.tool_kind(name), status="completed",
-                    locations=updates.locations(arguments if isinstance(arguments, dict) else {}, workspace) or None,
-                    raw_input=arguments,
-                ))
+                shown.append(
+                    acp.start_tool_call(
+                        str(call.get("id")),
+                        name,
+                        kind=updates.tool_kind(name),
+                        status="completed",
+                        locations=updates.locations(arguments if isinstance(arguments, dict) else {}, workspace)
+                        or None,
+                        raw_input=arguments,
+                    )
+                )
         elif role == "tool":
-            shown.append(acp.update_tool_call(
-                str(message.get("tool_call_id")), status="completed",
-                content=[acp.tool_content(text_block(text[: updates.MAX_OUTPUT_CHARS]))] if text else None,
-            ))
+            shown.append(
+                acp.update_tool_call(
+                    str(message.get("tool_call_id")),
+                    status="completed",
+                    content=[acp.tool_content(text_block(text[: updates.MAX_OUTPUT_CHARS]))] if text else None,
+                )
+            )
     return shown

@@ -84,10 +84,12 @@ class AcpSession:
             else:
                 getter.cancel()
         if self.building.cancelled():
-            raise RequestError.invalid_request({"message": "this session was closed (loaded again, or the agent stops)"})
+            raise RequestError.invalid_request(
+                {"message": "this session was closed (loaded again, or the agent stops)"}
+            )
         try:
             self.runtime = self.building.result()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to build is told to the editor as one line
             raise RequestError.internal_error({"message": f"localagent could not start: {exc}"}) from None
         if self.runtime.agent.policy.mode != self.mode:
             self.runtime.agent.set_mode(self.mode)
@@ -158,8 +160,10 @@ class AcpSession:
         summary = numbers.summary()
         reason = _STOP_REASONS.get(finished.reason, "end_turn") if finished else "end_turn"
         usage = Usage(
-            input_tokens=numbers.prompt_tokens, output_tokens=numbers.completion_tokens,
-            total_tokens=numbers.prompt_tokens + numbers.completion_tokens, cached_read_tokens=numbers.cached_tokens,
+            input_tokens=numbers.prompt_tokens,
+            output_tokens=numbers.completion_tokens,
+            total_tokens=numbers.prompt_tokens + numbers.completion_tokens,
+            cached_read_tokens=numbers.cached_tokens,
         )
         return PromptResponse(stop_reason=reason, usage=usage, field_meta=summary)  # type: ignore[arg-type]
 
@@ -200,11 +204,11 @@ class AcpSession:
     async def _approve(self, event: ApprovalRequested) -> None:
         """Ask the person through the editor; a cancelled request denies (the turn is being cancelled)."""
         rule = rule_for_call(event.name, event.summary)
-        reason = f"{event.reason}\n\n\"Allow for this session\" allows {rule} until the session ends."
+        reason = f'{event.reason}\n\n"Allow for this session" allows {rule} until the session ends.'
         call = updates.permission_call(event.call_id, event.name, event.summary, reason, event.diff)
         try:
             response = await self.ask(call)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a client that cannot answer has not allowed anything
             event.future.set_result("deny")
             return
         outcome = response.outcome

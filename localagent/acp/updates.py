@@ -91,7 +91,11 @@ def started(event: ToolCallStarted, workspace: Path) -> tuple[ToolCallStart, Too
     path = where[0].path if where else None
     view = ToolCallView(event.call_id, kind, path, file_text(path) if kind == "edit" and path else None)
     update = start_tool_call(
-        event.call_id, title(event.name, event.summary), kind=kind, status="in_progress", locations=where or None,
+        event.call_id,
+        title(event.name, event.summary),
+        kind=kind,
+        status="in_progress",
+        locations=where or None,
         raw_input=event.arguments,
     )
     update.field_meta = {"localagent": {"tool": event.name}}
@@ -108,18 +112,22 @@ def finished(event: ToolCallFinished, view: ToolCallView | None) -> ToolCallProg
         if after is not None and after != view.before:
             content.insert(0, tool_diff_content(view.path, after, view.before))
     return update_tool_call(
-        event.call_id, status="failed" if event.is_error else "completed", content=content or None,
+        event.call_id,
+        status="failed" if event.is_error else "completed",
+        content=content or None,
         raw_output={"output": output, "is_error": event.is_error, "duration_s": round(event.duration_s, 3)},
     )
 
 
-def permission_call(
-    call_id: str, name: str, summary: str, reason: str, diff: str | None
-) -> ToolCallUpdate:
+def permission_call(call_id: str, name: str, summary: str, reason: str, diff: str | None) -> ToolCallUpdate:
     """The call a permission request is about: its title, why the policy asks, and the change."""
     text = terminal_safe(f"{reason}\n\n```diff\n{diff.rstrip()}\n```" if diff else reason)
     return ToolCallUpdate(
-        tool_call_id=call_id, title=title(name, summary), kind=tool_kind(name), status="pending", content=[tool_content(text_block(text))]
+        tool_call_id=call_id,
+        title=title(name, summary),
+        kind=tool_kind(name),
+        status="pending",
+        content=[tool_content(text_block(text))],
     )
 
 
@@ -160,10 +168,19 @@ class LiveNumbers:
         if m is None:
             return {}
         acceptance = m.draft_n_accepted / m.draft_n if m.draft_n and m.draft_n_accepted is not None else None
-        return {"localagent": {"metrics": {
-            "tokens_per_second": m.predicted_per_second, "generated": m.predicted_n, "drafted": m.draft_n,
-            "accepted": m.draft_n_accepted, "acceptance": acceptance, "context_used": m.context_used, "n_ctx": m.n_ctx,
-        }}}
+        return {
+            "localagent": {
+                "metrics": {
+                    "tokens_per_second": m.predicted_per_second,
+                    "generated": m.predicted_n,
+                    "drafted": m.draft_n,
+                    "accepted": m.draft_n_accepted,
+                    "acceptance": acceptance,
+                    "context_used": m.context_used,
+                    "n_ctx": m.n_ctx,
+                }
+            }
+        }
 
     def summary(self) -> dict[str, Any]:
         """The turn's totals, for the prompt response's `_meta`, with a line to show."""
@@ -175,8 +192,15 @@ class LiveNumbers:
             parts.append(f"{tps:.1f} tok/s")
         if acceptance is not None:
             parts.append(f"{acceptance * 100:.0f}% of {totals.drafted} drafted accepted")
-        return {"localagent": {
-            "summary": ", ".join(parts), "tokens_per_second": tps, "generated": self.completion_tokens,
-            "drafted": totals.drafted, "accepted": totals.accepted, "acceptance": acceptance,
-            "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
-        }}
+        return {
+            "localagent": {
+                "summary": ", ".join(parts),
+                "tokens_per_second": tps,
+                "generated": self.completion_tokens,
+                "drafted": totals.drafted,
+                "accepted": totals.accepted,
+                "acceptance": acceptance,
+                "prompt_tokens": self.prompt_tokens,
+                "cached_tokens": self.cached_tokens,
+            }
+        }

@@ -42,14 +42,29 @@ def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
             label = f"{cell.server_tps:.0f}"
             if t > 0 and cell.speedup is not None:
                 label += f"\n{cell.speedup:.2f}×"
-            ax.annotate(label, (x, cell.server_tps), xytext=(0, 2), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=8)
+            ax.annotate(
+                label,
+                (x, cell.server_tps),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
             if cell.acceptance is not None:
                 # Inside the bar, at its foot: never in the way of the speed label on top.
                 tall = cell.server_tps > top * 0.12
-                ax.annotate(f"{cell.acceptance * 100:.0f}%\naccepted", (x, 0), xytext=(0, 3),
-                            textcoords="offset points", ha="center", va="bottom", fontsize=7,
-                            fontweight="bold", color="white" if tall else "black")
+                ax.annotate(
+                    f"{cell.acceptance * 100:.0f}%\naccepted",
+                    (x, 0),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    fontweight="bold",
+                    color="white" if tall else "black",
+                )
     ax.set_xticks(range(len(groups)), [g if g != OVERALL else "overall\n(median)" for g in groups])
     ax.set_ylabel("tokens/s (server, median over runs)")
     ax.set_ylim(0, top * 1.25 if top else 1)

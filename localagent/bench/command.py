@@ -87,7 +87,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     bench.add_argument("--profiles", nargs="+", metavar="PROFILE", help="profiles to start and measure, in order")
     bench.add_argument(
-        "--base-url", nargs="+", action="extend", metavar="[NAME=]URL",
+        "--base-url",
+        nargs="+",
+        action="extend",
+        metavar="[NAME=]URL",
         help="running OpenAI-compatible servers to measure as they are, labelled NAME or by URL",
     )
     bench.add_argument("--prompts", type=Path, metavar="FILE", help="prompts to send instead of the default four")
@@ -96,7 +99,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--max-tokens", type=int, metavar="N", help=f"tokens per answer at most (default {DEFAULT_MAX_TOKENS})"
     )
     bench.add_argument(
-        "--load", type=int, default=0, metavar="N",
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
         help="run N CPU-bound neighbour processes from before each server starts until its measured runs end",
     )
     bench.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N", help=f"(default {DEFAULT_SEED})")
@@ -105,7 +111,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     bench.add_argument(
         "--grid", nargs="+", metavar="KEY=V1,V2", help="with --sweep: your own grid, e.g. n_max=4,8 p_min=0,0.5"
     )
-    bench.add_argument("--save", action="store_true", help="with --sweep: write the fastest settings to the user config")
+    bench.add_argument(
+        "--save", action="store_true", help="with --sweep: write the fastest settings to the user config"
+    )
     replay_command.add_arguments(bench)
     bench.set_defaults(handler=cmd_bench)
 
@@ -143,7 +151,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results.targets = _run_with_progress(plan)
     results.finished_at = _now()
     if isinstance(plan.workload, ReplayWorkload):
-        return replay_command.finish_replay(args, plan.sweep, plan.workload, results, plan.out_dir, plan.ctx.paths.user_config_file)
+        return replay_command.finish_replay(
+            args, plan.sweep, plan.workload, results, plan.out_dir, plan.ctx.paths.user_config_file
+        )
     summary = summarize(results.targets, [p.name for p in plan.prompts])
 
     save_error: BenchInputError | None = None
@@ -295,20 +305,30 @@ class _ProgressObserver:
 
 def _run_with_progress(plan: _Plan) -> list[TargetResult]:
     with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[detail]}"), console=err, transient=True, refresh_per_second=4,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[detail]}"),
+        console=err,
+        transient=True,
+        refresh_per_second=4,
     ) as progress:
         task = progress.add_task("bench", total=total_steps(plan.targets, plan.workload), detail="")
         observer = _ProgressObserver(progress, task)
         return asyncio.run(
-            run_targets(plan.targets, plan.workload, plan.settings, plan.manager, observer, plan.ctx.settings.server.api_key)
+            run_targets(
+                plan.targets, plan.workload, plan.settings, plan.manager, observer, plan.ctx.settings.server.api_key
+            )
         )
 
 
 # -- sweep results and files ------------------------------------------------------------------------
 
 
-def _finish_sweep(args: argparse.Namespace, plan: _Plan, results: BenchResults, summary: Summary) -> BenchInputError | None:
+def _finish_sweep(
+    args: argparse.Namespace, plan: _Plan, results: BenchResults, summary: Summary
+) -> BenchInputError | None:
     assert plan.sweep is not None
     best = sweep.fastest(summary, plan.sweep.variants)
     return record_sweep(results, plan.sweep, best, "the recipe prompts", args.save, plan.ctx.paths.user_config_file)

@@ -76,7 +76,9 @@ def print_wide(table: Table) -> None:
     Console(file=out.file, width=max(out.width, needed), highlight=False).print(table)
 
 
-def print_ending(results: BenchResults, out_dir: Path, sweep_line: str | None, save_error: BenchInputError | None) -> int:
+def print_ending(
+    results: BenchResults, out_dir: Path, sweep_line: str | None, save_error: BenchInputError | None
+) -> int:
     """The lines after the table: the sweep's outcome, where the files are; then a failed save or
     failed requests fail the command."""
     if results.sweep and sweep_line is not None:

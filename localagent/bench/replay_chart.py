@@ -36,8 +36,15 @@ def write_replay_chart(summary: ReplaySummary, png: Path, svg: Path, title: str)
                 acc.append(cell.acceptance * 100)
         speed.bar(xs, tps, width * 0.92, color=colour, label=target)
         for x, value in zip(xs, tps, strict=True):
-            speed.annotate(f"{value:.0f}", (x, value), xytext=(0, 2), textcoords="offset points", ha="center",
-                           va="bottom", fontsize=7)
+            speed.annotate(
+                f"{value:.0f}",
+                (x, value),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
         if acc:
             accept.plot(acc_x, acc, marker="o", color=colour, label=target)
     for ax in (speed, accept):

@@ -29,7 +29,9 @@ REPLAY_HELP = "replay the model requests of a saved session (an id, 'last' or a 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--replay", metavar="SESSION", help=REPLAY_HELP)
     bench.add_argument(
-        "--temperature", type=_temperature, metavar="T",
+        "--temperature",
+        type=_temperature,
+        metavar="T",
         help="with --replay: the sampling temperature (default 0); 'session' keeps the session's own",
     )
 

@@ -39,9 +39,15 @@ def terminal_table(summary: ReplaySummary) -> Table:
         table.add_column(name, justify="right", no_wrap=True)
     for totals in summary.totals:
         table.add_row(
-            escape(totals.target), fmt_seconds(totals.model_seconds), fmt_speedup(totals.session_speedup),
-            fmt_speedup(totals.wall_speedup), fmt_tps(totals.tps), fmt_speedup(totals.token_speedup),
-            fmt_seconds(totals.prompt_seconds), fmt_pct(totals.cached_share), fmt_pct(totals.acceptance),
+            escape(totals.target),
+            fmt_seconds(totals.model_seconds),
+            fmt_speedup(totals.session_speedup),
+            fmt_speedup(totals.wall_speedup),
+            fmt_tps(totals.tps),
+            fmt_speedup(totals.token_speedup),
+            fmt_seconds(totals.prompt_seconds),
+            fmt_pct(totals.cached_share),
+            fmt_pct(totals.acceptance),
             str(totals.requests_failed),
         )
     return table
@@ -122,11 +128,22 @@ def _totals_section(summary: ReplaySummary) -> list[str]:
 
 def _totals_row(t: ReplayTotals) -> str:
     cells = [
-        report.md(t.target), fmt_seconds(t.model_seconds), fmt_speedup(t.session_speedup), fmt_speedup(t.wall_speedup),
-        fmt_tps(t.tps), fmt_speedup(t.token_speedup), fmt_count(t.prompt_tokens),
-        f"{fmt_count(t.cached_tokens)} ({fmt_pct(t.cached_share)})", fmt_count(t.processed_tokens),
-        fmt_seconds(t.prompt_seconds), fmt_tps(t.prefill_tps), fmt_count(t.generated_tokens), fmt_count(t.drafted),
-        fmt_count(t.accepted), fmt_pct(t.acceptance), str(t.requests_failed),
+        report.md(t.target),
+        fmt_seconds(t.model_seconds),
+        fmt_speedup(t.session_speedup),
+        fmt_speedup(t.wall_speedup),
+        fmt_tps(t.tps),
+        fmt_speedup(t.token_speedup),
+        fmt_count(t.prompt_tokens),
+        f"{fmt_count(t.cached_tokens)} ({fmt_pct(t.cached_share)})",
+        fmt_count(t.processed_tokens),
+        fmt_seconds(t.prompt_seconds),
+        fmt_tps(t.prefill_tps),
+        fmt_count(t.generated_tokens),
+        fmt_count(t.drafted),
+        fmt_count(t.accepted),
+        fmt_pct(t.acceptance),
+        str(t.requests_failed),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -198,9 +215,7 @@ def _bins_section(summary: ReplaySummary) -> list[str]:
     for length_bin in summary.bins:
         cells = [length_bin.cell(t) for t in summary.targets]
         count = max((c.requests for c in cells if c is not None), default=0)
-        values = " | ".join(
-            f"{fmt_tps(c.tps if c else None)} | {fmt_pct(c.acceptance if c else None)}" for c in cells
-        )
+        values = " | ".join(f"{fmt_tps(c.tps if c else None)} | {fmt_pct(c.acceptance if c else None)}" for c in cells)
         lines.append(f"| {length_bin.label} | {count} | {values} |")
     lines.extend(["", f"![tok/s and acceptance by prompt length]({CHART_PNG})", ""])
     return lines
@@ -221,8 +236,10 @@ def _requests_section(results: BenchResults, workload: ReplayWorkload) -> list[s
             turn = recorded[r.prompt].turn if r.prompt in recorded else "-"
             want = recorded[r.prompt].recorded.completion_tokens if r.prompt in recorded else None
             if not r.ok:
-                lines.append(f"| {report.md(target.label)} | {r.prompt} | {turn} | failed: {report.md(r.error or '')} |"
-                             + " |" * 6)
+                lines.append(
+                    f"| {report.md(target.label)} | {r.prompt} | {turn} | failed: {report.md(r.error or '')} |"
+                    + " |" * 6
+                )
                 continue
             lines.append(
                 f"| {report.md(target.label)} | {r.prompt} | {turn} | {fmt_count(r.prompt_tokens)} | "

@@ -44,8 +44,13 @@ def _cell_columns(cell: Cell) -> list[str]:
     runs = f"{cell.runs_ok}" if not cell.runs_failed else f"{cell.runs_ok} ({cell.runs_failed} failed)"
     rate = fmt_tps(cell.server_tps) + ("*" if cell.tps_source == "client" and cell.server_tps is not None else "")
     return [
-        rate, fmt_tps(cell.client_tps), fmt_speedup(cell.speedup), fmt_pct(cell.acceptance),
-        fmt_seconds(cell.gen_seconds), fmt_count(cell.completion_tokens), runs,
+        rate,
+        fmt_tps(cell.client_tps),
+        fmt_speedup(cell.speedup),
+        fmt_pct(cell.acceptance),
+        fmt_seconds(cell.gen_seconds),
+        fmt_count(cell.completion_tokens),
+        runs,
     ]
 
 
@@ -151,7 +156,9 @@ def _prompts_section(results: BenchResults) -> list[str]:
     lines = ["## Prompts", ""]
     for i, item in enumerate(results.prompts, start=1):
         lines.append(f"{i}. **{md(item.name)}** ({item.kind}): {md(one_line(item.text))}")
-    lines.extend(["", "Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.", ""])
+    lines.extend(
+        ["", "Every request, with its raw figures, is in `results.json`; the chart is also in `chart.svg`.", ""]
+    )
     return lines
 
 
@@ -227,8 +234,9 @@ def _requests_section(targets: Sequence[TargetResult]) -> list[str]:
     for target in targets:
         for r in target.requests:
             if not r.ok:
-                lines.append(f"| {md(target.label)} | {md(r.prompt)} | {r.run} | failed: {md(r.error or '')} |"
-                             + " |" * 8)
+                lines.append(
+                    f"| {md(target.label)} | {md(r.prompt)} | {r.run} | failed: {md(r.error or '')} |" + " |" * 8
+                )
                 continue
             lines.append(
                 f"| {md(target.label)} | {md(r.prompt)} | {r.run} | {fmt_count(r.prompt_tokens)} | "

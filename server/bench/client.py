@@ -39,7 +39,9 @@ def normalize_base_url(url: str) -> str:
     return server_root(url.strip().rstrip("/").removesuffix("/v1/chat/completions"))
 
 
-def request_body(endpoint: Endpoint, prompt: str, max_tokens: int, seed: int, settings: BenchSettings) -> dict[str, Any]:
+def request_body(
+    endpoint: Endpoint, prompt: str, max_tokens: int, seed: int, settings: BenchSettings
+) -> dict[str, Any]:
     sampling = settings.sampling
     body: dict[str, Any] = {
         "messages": [{"role": "user", "content": prompt}],
@@ -65,7 +67,10 @@ async def stream_chat(
     stream = _Stream(result)
     sent_at = time.perf_counter()
     async with client.stream(
-        "POST", f"{endpoint.base_url}/v1/chat/completions", json=body, headers=endpoint.headers,
+        "POST",
+        f"{endpoint.base_url}/v1/chat/completions",
+        json=body,
+        headers=endpoint.headers,
         timeout=REQUEST_TIMEOUT,
     ) as response:
         if response.status_code != 200:

@@ -26,9 +26,13 @@ async def busy_neighbours(count: int) -> AsyncIterator[list[int]]:
         for _ in range(count):
             procs.append(
                 await asyncio.create_subprocess_exec(
-                    sys.executable, "-c", _SPIN,
-                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.DEVNULL, preexec_fn=die_with_parent,
+                    sys.executable,
+                    "-c",
+                    _SPIN,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.DEVNULL,
+                    preexec_fn=die_with_parent,
                 )
             )
         yield [proc.pid for proc in procs]

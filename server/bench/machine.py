@@ -38,7 +38,10 @@ def _gpus() -> list[str]:
     try:
         done = subprocess.run(
             [smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []

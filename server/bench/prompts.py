@@ -134,4 +134,3 @@ def _from_json(path: Path, text: str) -> tuple[BenchPrompt, ...]:
             raise BenchInputError(f"--prompts {path}: item {i}: {first_error(exc)}") from None
         prompts.append(BenchPrompt(entry.name or f"prompt-{i}", entry.prompt.strip()))
     return tuple(prompts)
-

@@ -24,10 +24,23 @@ DEFAULT_REPLAY_MAX_TOKENS = 512
 RECORDED_MAX_TOKENS_CEILING = 8192
 # The sampling fields a replay passes on. Anything else in a session file (a grammar, n_probs,
 # a slot id) is not sampling the agent sends, and is dropped.
-SAMPLING_FIELDS = frozenset({
-    "temperature", "top_k", "top_p", "min_p", "typical_p", "repeat_penalty", "repeat_last_n",
-    "presence_penalty", "frequency_penalty", "dry_multiplier", "dry_base", "dry_allowed_length", "stop",
-})
+SAMPLING_FIELDS = frozenset(
+    {
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "typical_p",
+        "repeat_penalty",
+        "repeat_last_n",
+        "presence_penalty",
+        "frequency_penalty",
+        "dry_multiplier",
+        "dry_base",
+        "dry_allowed_length",
+        "stop",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -139,7 +152,9 @@ class ReplayWorkload:
     def max_tokens(self, request: ReplayRequest) -> int:
         """The recorded answer's length, so that each profile generates what the session did."""
         recorded = request.recorded.completion_tokens
-        length = min(max(recorded, 1), RECORDED_MAX_TOKENS_CEILING) if recorded is not None else DEFAULT_REPLAY_MAX_TOKENS
+        length = (
+            min(max(recorded, 1), RECORDED_MAX_TOKENS_CEILING) if recorded is not None else DEFAULT_REPLAY_MAX_TOKENS
+        )
         return min(length, self.settings.max_tokens) if self.settings.max_tokens else length
 
     def seed(self, row: Row) -> int:
@@ -147,4 +162,3 @@ class ReplayWorkload:
 
     def order(self, rows: list[RequestResult]) -> None:
         """Already in the session's order."""
-

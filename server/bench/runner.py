@@ -81,7 +81,9 @@ async def _run_target(
     api_key: str | None,
 ) -> TargetResult:
     result = TargetResult(
-        label=target.label, kind="profile" if target.profile else "url", settings=target.settings,
+        label=target.label,
+        kind="profile" if target.profile else "url",
+        settings=target.settings,
         notes=list(target.notes),
     )
     handle: ServerHandle | None = None
@@ -109,7 +111,7 @@ async def _run_target(
         body = request_body(endpoint, WARMUP_PROMPT.text, settings.warmup_max_tokens, settings.seed, settings)
         try:
             await stream_chat(client, endpoint, body, warmup)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the warm-up is reported the same way
             warmup.ok, warmup.error = False, describe_failure(exc)
             result.notes.append(f"the warm-up request failed: {warmup.error}")
         observer.advance(warmup)
@@ -158,7 +160,9 @@ async def _measure_all(
             # The rest cannot succeed; say why once instead of timing out on each of them.
             result.notes.append(f"the server went down during the run: {died}")
             for later in rows[i + 1 :]:
-                result.requests.append(RequestResult(prompt=later.name, run=later.run, ok=False, error="the server had died"))
+                result.requests.append(
+                    RequestResult(prompt=later.name, run=later.run, ok=False, error="the server had died")
+                )
             observer.advance(None, len(rows) - i - 1)
             break
 
@@ -171,7 +175,7 @@ async def _measure(
     first = await scrape_metrics(client, endpoint) if endpoint.per_request_metrics else None
     try:
         await stream_chat(client, endpoint, body, measured)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failed request is a failed row, never a crashed bench
         measured.ok, measured.error = False, describe_failure(exc)
     if first is not None and measured.ok and measured.draft_n is None:
         drafts_from_metrics(measured, first, await scrape_metrics(client, endpoint))
@@ -201,7 +205,11 @@ async def _server_died(handle: ServerHandle | None, wait_s: float = 3.0) -> str 
         await asyncio.sleep(0.1)
     # The process says how it ended (a signal named with its cause), not a message to parse.
     code = supervisor.process.returncode
-    how = supervisor.process.exit_reason(code, while_loading=False).headline if code is not None else "llama-server exited"
+    how = (
+        supervisor.process.exit_reason(code, while_loading=False).headline
+        if code is not None
+        else "llama-server exited"
+    )
     return f"{how}; its log: {supervisor.log_path}"
 
 

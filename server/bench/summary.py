@@ -113,4 +113,3 @@ def pooled_drafts(rows: Iterable[RequestResult]) -> tuple[int | None, int | None
 def _median(values: Iterable[float | int | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return median(present) if present else None
-

@@ -57,7 +57,9 @@ def parse_grid(items: Sequence[str], spec_type: str) -> list[dict[str, Any]]:
         try:
             axes[key] = [kind(v) for v in values.split(",") if v.strip()]
         except ValueError:
-            raise BenchInputError(f"--grid {item!r}: {key} takes {'numbers' if kind is float else 'whole numbers'}") from None
+            raise BenchInputError(
+                f"--grid {item!r}: {key} takes {'numbers' if kind is float else 'whole numbers'}"
+            ) from None
     return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 
 

@@ -19,10 +19,12 @@ from mcp.types import EmbeddedResource, ImageContent, TextContent, TextResourceC
 server = MCPServer("echo")
 
 # A one-pixel PNG: enough for the client to summarise an image block.
-PIXEL = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
-)).decode()
+PIXEL = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+    )
+).decode()
 
 
 @server.tool()

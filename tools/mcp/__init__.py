@@ -3,7 +3,6 @@
 Part of the standalone tools layer: it must not import agent, tui or localagent.
 """
 
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

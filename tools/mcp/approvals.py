@@ -72,9 +72,7 @@ class ApprovalStore:
             return entry["content"]
         return None
 
-    def remember(
-        self, repo: Path, digest: str, approved: bool, kind: str = "mcp", content: str | None = None
-    ) -> None:
+    def remember(self, repo: Path, digest: str, approved: bool, kind: str = "mcp", content: str | None = None) -> None:
         data = self._read()
         entry: dict[str, Any] = {"fingerprint": digest, "approved": approved}
         if content is not None:

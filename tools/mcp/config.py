@@ -246,8 +246,12 @@ def parse_entry(name: str, raw: Any, source: Source, origin: Path, environ: Mapp
 
 def _written(entry: _Entry) -> dict[str, Any]:
     return {
-        "command": entry.command or "", "args": list(entry.args), "env": dict(entry.env), "cwd": entry.cwd,
-        "url": entry.url or "", "headers": dict(entry.headers),
+        "command": entry.command or "",
+        "args": list(entry.args),
+        "env": dict(entry.env),
+        "cwd": entry.cwd,
+        "url": entry.url or "",
+        "headers": dict(entry.headers),
     }
 
 

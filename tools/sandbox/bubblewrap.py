@@ -31,19 +31,64 @@ from tools.sandbox.protected import existing_protected
 LAYER_VARIABLE = "LOCALAGENT_SANDBOX_LAYER"
 _PROBE_SECONDS = 5.0
 # Home folders and files holding credentials: replaced by empty ones.
-SECRET_HOME_DIRS = (".ssh", ".aws", ".gnupg", ".config/gh", ".docker", ".kube", ".azure", ".config/gcloud",
-                    ".password-store", ".local/share/keyrings", ".config/op", ".config/hub", ".terraform.d",
-                    ".config/rclone", ".vault", ".config/netlify", ".fly")
-SECRET_HOME_FILES = (".netrc", ".git-credentials", ".pypirc", ".npmrc", ".pgpass", ".vault-token",
-                     ".claude/.credentials.json", ".claude.json", ".cargo/credentials", ".cargo/credentials.toml",
-                     ".gem/credentials", ".bash_history", ".zsh_history", ".python_history", ".psql_history",
-                     ".mysql_history", ".lesshst", ".config/git/credentials")
+SECRET_HOME_DIRS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".config/gcloud",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/op",
+    ".config/hub",
+    ".terraform.d",
+    ".config/rclone",
+    ".vault",
+    ".config/netlify",
+    ".fly",
+)
+SECRET_HOME_FILES = (
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".pgpass",
+    ".vault-token",
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".lesshst",
+    ".config/git/credentials",
+)
 # Sockets that run anything outside the sandbox for whoever connects.
-_SERVICE_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/dbus/system_bus_socket",
-                    "/var/run/dbus/system_bus_socket", "/run/containerd/containerd.sock", "/run/podman/podman.sock")
+_SERVICE_SOCKETS = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+)
 _TEMP_DIRS = ("/tmp", "/var/tmp")
-_GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
-                "/dev/nvidia-caps", "/dev/dri", "/dev/kfd")
+_GPU_DEVICES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-caps",
+    "/dev/dri",
+    "/dev/kfd",
+)
 
 
 def _absolute_path_program(name: str) -> str | None:
@@ -60,12 +105,27 @@ def bubblewrap_status() -> tuple[str | None, str]:
         return None, f"{LAYER_VARIABLE}=landlock"
     program = _absolute_path_program("bwrap")
     if program is None:
-        return None, "bwrap is not installed (Debian and Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
-    probe = [program, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]
+        return (
+            None,
+            "bwrap is not installed (Debian and Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)",
+        )
+    probe = [
+        program,
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "true",
+    ]
     try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_SECONDS,
-                              check=False)
+        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_SECONDS, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"bwrap could not be started: {exc}"
     if done.returncode != 0:

@@ -65,8 +65,17 @@ _SHELL_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/ur
 _TTY_DEVICE = "/dev/tty"
 # GPUs (CUDA, ROCm, DRM) and pseudo-terminals (pexpect, script) open their devices read-write
 # and drive them with ioctls; allowed when the workspace is writable.
-_WORKSPACE_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
-                      "/dev/nvidia-caps", "/dev/dri", "/dev/kfd", "/dev/ptmx", "/dev/pts")
+_WORKSPACE_DEVICES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia-caps",
+    "/dev/dri",
+    "/dev/kfd",
+    "/dev/ptmx",
+    "/dev/pts",
+)
 _TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
@@ -81,8 +90,11 @@ class LandlockSupport:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -177,8 +189,11 @@ def _add_path_rule(ruleset_fd: int, path: str, access: int, handled: int) -> Non
         assert numbers is not None
         attr = _PathBeneathAttr(access, path_fd)
         added = libc_handle().syscall(
-            ctypes.c_long(numbers[1]), ctypes.c_long(ruleset_fd), ctypes.c_long(_RULE_PATH_BENEATH),
-            ctypes.byref(attr), ctypes.c_long(0),
+            ctypes.c_long(numbers[1]),
+            ctypes.c_long(ruleset_fd),
+            ctypes.c_long(_RULE_PATH_BENEATH),
+            ctypes.byref(attr),
+            ctypes.c_long(0),
         )
         if added != 0:
             _raise_errno(f"landlock_add_rule({path})")

@@ -22,8 +22,14 @@ def pid_namespace_prefix() -> tuple[str, ...] | None:
         return None
     prefix = (unshare, "--user", "--map-current-user", "--pid", "--fork", "--mount-proc", "--kill-child", "--")
     try:
-        probe = subprocess.run([*prefix, "true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=_NAMESPACE_PROBE_SECONDS, check=False)
+        probe = subprocess.run(
+            [*prefix, "true"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=_NAMESPACE_PROBE_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return prefix if probe.returncode == 0 else None

@@ -88,9 +88,10 @@ class ProtectedState:
     def restore_changes(self) -> list[str]:
         """Put back what changed since `read`; the paths that changed (or could not be restored)."""
         now = ProtectedState.read(self.workspace)
-        changed = sorted(set(self.entries) ^ set(now.entries) | {
-            path for path, entry in self.entries.items() if now.entries.get(path) not in (None, entry)
-        })
+        changed = sorted(
+            set(self.entries) ^ set(now.entries)
+            | {path for path, entry in self.entries.items() if now.entries.get(path) not in (None, entry)}
+        )
         if not changed:
             return []
         # A folder that grew past the caps is taken down whole and rebuilt from what was read.
@@ -193,7 +194,7 @@ def _top_level(paths: list[str]) -> list[str]:
     seen: dict[str, str] = {}
     for path in paths:
         root = next((p for p in PROTECTED if path == p or path.startswith(p + "/")), path)
-        note = path[len(path.split(" (", 1)[0]):]
+        note = path[len(path.split(" (", 1)[0]) :]
         if root not in seen or note:
             seen[root] = root + note
     return list(seen.values())

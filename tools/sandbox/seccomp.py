@@ -91,17 +91,29 @@ _TABLES: dict[str, tuple[_Table, ...]] = {
     # A 64-bit x86 process can also make i386 calls (int 0x80) and x32 calls (the x32 bit in the
     # number), so those tables are covered too.
     "x86_64": (
-        _Table(_AUDIT_ARCH_X86_64, 41, 425, ((302, 0), (141, 1), (251, 1), (142, 0), (144, 0), (314, 0)),
-               (248, 249, 250), nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF),
-        _Table(_AUDIT_ARCH_I386, 359, 425, ((340, 0), (97, 1), (289, 1), (154, 0), (156, 0), (351, 0)),
-               (286, 287, 288), socketcall=102),
+        _Table(
+            _AUDIT_ARCH_X86_64,
+            41,
+            425,
+            ((302, 0), (141, 1), (251, 1), (142, 0), (144, 0), (314, 0)),
+            (248, 249, 250),
+            nr_mask=~_X32_SYSCALL_BIT & 0xFFFFFFFF,
+        ),
+        _Table(
+            _AUDIT_ARCH_I386,
+            359,
+            425,
+            ((340, 0), (97, 1), (289, 1), (154, 0), (156, 0), (351, 0)),
+            (286, 287, 288),
+            socketcall=102,
+        ),
     ),
     "aarch64": (
-        _Table(_AUDIT_ARCH_AARCH64, 198, 425, ((261, 0), (140, 1), (30, 1), (118, 0), (119, 0), (274, 0)),
-               (217, 218, 219)),
+        _Table(
+            _AUDIT_ARCH_AARCH64, 198, 425, ((261, 0), (140, 1), (30, 1), (118, 0), (119, 0), (274, 0)), (217, 218, 219)
+        ),
         # AArch32 EABI has no socketcall.
-        _Table(_AUDIT_ARCH_ARM, 281, 425, ((369, 0), (97, 1), (314, 1), (154, 0), (156, 0), (380, 0)),
-               (309, 310, 311)),
+        _Table(_AUDIT_ARCH_ARM, 281, 425, ((369, 0), (97, 1), (314, 1), (154, 0), (156, 0), (380, 0)), (309, 310, 311)),
     ),
 }
 _TABLES["arm64"] = _TABLES["aarch64"]

@@ -69,7 +69,9 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
                 else:
                     yield Static(Text(terminal_safe(request.summary)), id="command")
                     if not request.diff:
-                        yield Static(Text(terminal_safe(formatting.compact_json(request.arguments, 2000))), id="arguments")
+                        yield Static(
+                            Text(terminal_safe(formatting.compact_json(request.arguments, 2000))), id="arguments"
+                        )
                 if request.diff:
                     yield DiffView(terminal_safe(request.diff), id="diff")
             yield Static(self._rule_text(), id="rule")
@@ -113,7 +115,7 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
         try:
             diff = self.rules.preview_rule(self.rule, target)
             note = self.rules.rule_note(target)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the runtime's reason, shown to the person
             self.notify(f"cannot save to {target}: {exc}", severity="error", markup=False)
             return
         request = RuleSave(self.rule, label, target, diff, note)
@@ -124,7 +126,7 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
             return
         try:
             self.rules.save_rule(request.rule, request.target)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - as above
             self.notify(f"could not save {request.rule} to {request.target}: {exc}", severity="error", markup=False)
             return
         # The rule is the model's text: shown as it is, never read as markup.
@@ -137,5 +139,5 @@ def _targets(rules: RuleStore | None) -> list[tuple[str, Path]]:
         return []
     try:
         return list(rules.rule_targets())
-    except Exception:
+    except Exception:  # noqa: BLE001 - a runtime that cannot say offers no saving
         return []

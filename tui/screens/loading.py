@@ -40,9 +40,7 @@ class LoadingScreen(Screen[None]):
 
     def show_status(self, status: SupervisorStatus) -> None:
         self.state = str(status.state)
-        self.query_one(ServerStatusView).show(
-            self.state, restarts=status.restarts, pid=status.pid, label=self.target
-        )
+        self.query_one(ServerStatusView).show(self.state, restarts=status.restarts, pid=status.pid, label=self.target)
         if status.message:
             self.query_one("#message", Static).update(Text(status.message, style="dim"))
 

@@ -49,9 +49,7 @@ class SaveRuleScreen(QuestionScreen[RuleSave, bool]):
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="dialog"):
-            yield Static(
-                Text.assemble("Save ", (request.rule, "bold"), f" to the {request.label}?"), id="title"
-            )
+            yield Static(Text.assemble("Save ", (request.rule, "bold"), f" to the {request.label}?"), id="title")
             yield Static(Text(f"{request.target} — later sessions will allow it without asking"), id="target")
             if request.note:
                 yield Static(Text(request.note, style="bold yellow"), id="note")

@@ -112,11 +112,7 @@ class AssistantMessage(Vertical):
         self._parts.append(fragment)
         self._length += len(fragment)
         self._pending.append(fragment)
-        if (
-            self._waiting_for_paint
-            or self._timer is not None
-            or self._batch is not None
-        ):
+        if self._waiting_for_paint or self._timer is not None or self._batch is not None:
             return  # a step is already due
         wait = max(self._next_frame - time.monotonic(), input_priority.hold_remaining())
         if wait > 0:
@@ -148,9 +144,7 @@ class AssistantMessage(Vertical):
         self._pending.clear()
         blocks, self._tail = split_blocks(self._tail + pending)
         live = self._chunks[-1]
-        full = blocks and live.finished_chars >= max(
-            CHUNK_CHARS, CHUNK_SHARE * self._length
-        )
+        full = blocks and live.finished_chars >= max(CHUNK_CHARS, CHUNK_SHARE * self._length)
         return _Batch(MarkdownLines(after=live) if full else live, blocks, self._tail)
 
     def _show(self) -> None:

@@ -129,18 +129,23 @@ class MetricsPanel(VerticalScroll, can_focus=False):
     def refresh_now(self) -> None:
         self._dirty = False
         m = self.model
-        self._put("m-server", status_text(
-            m.server_state, restarts=m.restarts, pid=m.server_pid, label=self.label, managed=m.managed
-        ))
+        self._put(
+            "m-server",
+            status_text(m.server_state, restarts=m.restarts, pid=m.server_pid, label=self.label, managed=m.managed),
+        )
         digits = self.query_one("#m-tps", Digits)
         figure = formatting.rate(m.generation_tps)
         if digits.value != figure:
             digits.update(figure)
         tokens = m.request.predicted_n if m.request else 0
-        self._put("m-tps-line", Text.assemble(
-            ("gen ", "dim"), (f"{formatting.rate(m.generation_tps)} tok/s", "bold"),
-            (f" · {formatting.count(tokens)} tokens", "dim"),
-        ))
+        self._put(
+            "m-tps-line",
+            Text.assemble(
+                ("gen ", "dim"),
+                (f"{formatting.rate(m.generation_tps)} tok/s", "bold"),
+                (f" · {formatting.count(tokens)} tokens", "dim"),
+            ),
+        )
         spark = self.query_one("#m-spark", Sparkline)
         samples = list(m.samples)
         if samples != list(spark.data or []):
@@ -157,7 +162,10 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         context = self.query_one("#m-context", ProgressBar)
         if m.n_ctx:
             context.update(total=m.n_ctx, progress=min(m.context_used, m.n_ctx))
-        self._put("m-context-line", Text(f"{formatting.count(m.context_used)} / {formatting.count(m.n_ctx)} tokens", style="dim"))
+        self._put(
+            "m-context-line",
+            Text(f"{formatting.count(m.context_used)} / {formatting.count(m.n_ctx)} tokens", style="dim"),
+        )
         self._put("m-session", self._session_text())
 
     def _put(self, widget_id: str, text: Text) -> None:
@@ -168,7 +176,9 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         if previous is not None and previous[0] == markup:
             return
         self._shown[widget_id] = (markup, lines)
-        self.query_one(f"#{widget_id}", Static).update(text, layout=previous is None or lines < 0 or previous[1] != lines)
+        self.query_one(f"#{widget_id}", Static).update(
+            text, layout=previous is None or lines < 0 or previous[1] != lines
+        )
 
     def _acceptance_text(self) -> Text:
         m = self.model

@@ -15,7 +15,9 @@ STATE_STYLES = {
 }
 
 
-def status_text(state: str, *, restarts: int = 0, pid: int | None = None, label: str = "", managed: bool = True) -> Text:
+def status_text(
+    state: str, *, restarts: int = 0, pid: int | None = None, label: str = "", managed: bool = True
+) -> Text:
     """Two lines: the state (and which server), then the process and its restart count."""
     text = Text()
     text.append("● ", style=STATE_STYLES.get(state, "dim"))
@@ -37,5 +39,7 @@ class ServerStatusView(Static):
     ServerStatusView { height: auto; }
     """
 
-    def show(self, state: str, *, restarts: int = 0, pid: int | None = None, label: str = "", managed: bool = True) -> None:
+    def show(
+        self, state: str, *, restarts: int = 0, pid: int | None = None, label: str = "", managed: bool = True
+    ) -> None:
         self.update(status_text(state, restarts=restarts, pid=pid, label=label, managed=managed))

@@ -63,10 +63,7 @@ def rich_markdown(markdown: str) -> RichMarkdown:
 
 # What the first code block of a session would otherwise pay for in the middle of a stream (tens
 # of milliseconds: the highlighter's modules and the language's rules), for a few common languages.
-_WARM_UP = "".join(
-    f"```{language}\nx\n```\n\n"
-    for language in ("python", "bash", "json", "diff", "javascript")
-)
+_WARM_UP = "".join(f"```{language}\nx\n```\n\n" for language in ("python", "bash", "json", "diff", "javascript"))
 _warmed = threading.Event()
 
 
@@ -125,9 +122,7 @@ class MarkdownLines(Widget):
         # layout it renders at that one's width and style (the next layout then finds it ready).
         self.gap_before = after is not None
         self._width_hint = after.size.width if after is not None else 0
-        self._base_hint = (
-            after.rich_style if after is not None and after.size.width else None
-        )
+        self._base_hint = after.rich_style if after is not None and after.size.width else None
         self._widths: dict[int, _Lines] = {}
         self._base_style: Style | None = None
         # Lines made ahead by ``prepare``, by (width, Markdown), one per piece: taken as it is added.
@@ -149,15 +144,9 @@ class MarkdownLines(Widget):
         if not width or not markdown.strip():
             return
         shown = self._widths.get(width)
-        if (
-            shown is not None
-            and shown.tail
-            and markdown.rstrip() == shown.tail_source.rstrip()
-        ):
+        if shown is not None and shown.tail and markdown.rstrip() == shown.tail_source.rstrip():
             return  # the open block, complete already: its lines are there
-        self._prepared.setdefault((width, markdown), []).append(
-            self._render(markdown, width, self._base())
-        )
+        self._prepared.setdefault((width, markdown), []).append(self._render(markdown, width, self._base()))
 
     def extend(self, blocks: list[str], tail: str) -> None:
         """Add finished ``blocks`` and make ``tail`` the open block, rendering what changed (and was
@@ -179,19 +168,13 @@ class MarkdownLines(Widget):
         # Looked up once: the widget's style is recomputed after every refresh, and is asked for
         # with every block rendered.
         if self._base_style is None:
-            self._base_style = (
-                self._base_hint if self._base_hint is not None else self.rich_style
-            )
+            self._base_style = self._base_hint if self._base_hint is not None else self.rich_style
         return self._base_style
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         # A new theme, say: what was rendered carries the old colours.
-        if (
-            self._base_style is not None
-            and self.is_mounted
-            and self.rich_style != self._base_style
-        ):
+        if self._base_style is not None and self.is_mounted and self.rich_style != self._base_style:
             self._base_style = self._base_hint = None
             self._widths.clear()
             self.refresh(layout=True)
@@ -219,11 +202,7 @@ class MarkdownLines(Widget):
         if lines.tail_source != self.tail:
             lines.tail_source = self.tail
             tail = self._made(self.tail, width, base) if self.tail.strip() else []
-            lines.tail = (
-                [Strip.blank(width, base), *tail]
-                if tail and (lines.finished or self.gap_before)
-                else tail
-            )
+            lines.tail = [Strip.blank(width, base), *tail] if tail and (lines.finished or self.gap_before) else tail
         return lines
 
     def _made(self, markdown: str, width: int, base: Style) -> list[Strip]:
@@ -234,12 +213,7 @@ class MarkdownLines(Widget):
         console = self.app.console
         options = console.options.update_width(max(1, width))
         rendered = console.render_lines(rich_markdown(markdown), options, pad=True)
-        return [
-            Strip(Segment.adjust_line_length(line, width), width)
-            .apply_style(base)
-            .simplify()
-            for line in rendered
-        ]
+        return [Strip(Segment.adjust_line_length(line, width), width).apply_style(base).simplify() for line in rendered]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._lines(width))
@@ -251,9 +225,7 @@ class MarkdownLines(Widget):
             return Strip.blank(width, self.rich_style)
         selection = self.text_selection
         if selection is not None and (span := selection.get_span(y)) is not None:
-            line = _highlight(
-                line, span, self.screen.get_component_rich_style("screen--selection")
-            )
+            line = _highlight(line, span, self.screen.get_component_rich_style("screen--selection"))
         return line.apply_offsets(0, y)
 
     # -- selection ---------------------------------------------------------------------------------
@@ -275,6 +247,4 @@ def _highlight(line: Strip, span: tuple[int, int], style: Style) -> Strip:
     end = line.cell_length if end == -1 else min(end, line.cell_length)
     if end <= start:
         return line
-    return Strip.join(
-        [line.crop(0, start), line.crop(start, end).apply_style(style), line.crop(end)]
-    )
+    return Strip.join([line.crop(0, start), line.crop(start, end).apply_style(style), line.crop(end)])

@@ -21,7 +21,9 @@ MAX_OUTPUT_CHARS = 200_000
 
 
 class ToolCallBlock(Vertical):
-    DEFAULT_CSS = entry_css("ToolCallBlock", border_left="outer $secondary", background="$surface") + """
+    DEFAULT_CSS = (
+        entry_css("ToolCallBlock", border_left="outer $secondary", background="$surface")
+        + """
     ToolCallBlock.-ok { border-left: outer $success; }
     ToolCallBlock.-error { border-left: outer $error; }
     ToolCallBlock.-waiting { border-left: outer $warning; }
@@ -32,6 +34,7 @@ class ToolCallBlock(Vertical):
     ToolCallBlock > Collapsible > Contents { padding: 0 0 0 2; }
     ToolCallBlock > DiffView { margin: 0 0 0 0; }
     """
+    )
 
     def __init__(self, call_id: str, name: str, summary: str = "", arguments: dict[str, Any] | None = None) -> None:
         super().__init__(classes="-running")
