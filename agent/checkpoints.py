@@ -25,7 +25,7 @@ from agent.checkpoint_preimages import Preimages
 from agent.text_lines import one_line
 
 # Re-exported: tests patch the timeout here (the message that names it is agent.checkpoint_git's).
-from tools.safe_git import GIT_TIMEOUT_SECONDS  # noqa: F401
+from tools.safe_git import GIT_TIMEOUT_SECONDS  # noqa: F401  # re-exported for tests that patch it here
 
 __all__ = ["REF_NAMESPACE", "Checkpoint", "CheckpointError", "CheckpointStore"]
 

@@ -6,9 +6,10 @@ prompt cache is lost once, not on every turn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 ELIDED = "[output removed to save context; run the tool again if you need it]"
 KEEP_RECENT_TOOL_RESULTS = 2
@@ -41,10 +42,11 @@ class Compactor:
             return messages
         response = await self.client.chat.completions.create(
             model=self.model,
-            messages=[*system, *past, {"role": "user", "content": SUMMARY_PROMPT}],  # type: ignore[list-item]
+            messages=[*system, *past, {"role": "user", "content": SUMMARY_PROMPT}],  # type: ignore[list-item]  # plain dicts, as the API takes them
             stream=False,
         )
-        summary = (response.choices[0].message.content or "").strip() or "(no summary)"
+        # stream=False: a whole completion, never a stream.
+        summary = (cast("ChatCompletion", response).choices[0].message.content or "").strip() or "(no summary)"
         bridge = {"role": "user", "content": f"Summary of the conversation so far:\n{summary}"}
         ack = {"role": "assistant", "content": "Understood; continuing from that summary."}
         return [*system, bridge, ack, *current]

@@ -300,7 +300,11 @@ class Agent:
         self.last_context_used = prompt + completion
 
     def _near_full(self) -> bool:
-        return bool(self.n_ctx) and self.last_context_used > self.config.compact_threshold * self.n_ctx
+        return (
+            self.n_ctx is not None
+            and self.n_ctx > 0
+            and self.last_context_used > self.config.compact_threshold * self.n_ctx
+        )
 
     async def _compact(self, why: str, aggressive: bool = False) -> AsyncIterator[Event]:
         before = len(json.dumps(self.messages))

@@ -8,6 +8,7 @@ agent.session_resume.
 
 from __future__ import annotations
 
+import builtins  # the store has a method named `list`
 import json
 import math
 import os
@@ -284,7 +285,7 @@ class SessionStore:
             raise SessionNotFoundError(f"session id {session} is ambiguous ({shown}); give more of it")
         raise SessionNotFoundError(f"no session {session} in {self.directory}; {LIST_HINT}")
 
-    def _candidates(self, workspace: Path | None) -> list[Path]:
+    def _candidates(self, workspace: Path | None) -> builtins.list[Path]:
         if not self.directory.is_dir():
             return []
         wanted = str(Path(workspace).resolve()) if workspace is not None else None

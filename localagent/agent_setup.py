@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 from openai import AsyncOpenAI
@@ -171,7 +171,7 @@ async def build_agent(
     )
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
     tool_ctx.before_write = checkpoints.preserve_before_write
-    tools = [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])]
+    tools = cast("list[AgentTool]", [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])])
     agent = assemble_agent(
         ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints, model=model
     )

@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]  # argparse's own generic
+class _LazyCommands(argparse._SubParsersAction):  # argparse's generic (typeshed only)
     """Subcommands listed by name and help; a command's real parser is built by its module's
     `register` when that command is chosen."""
 
@@ -58,7 +58,7 @@ class _LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]  # ar
 _loaded: set[str] = set()
 
 
-def load_command(commands: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+def load_command(commands: argparse._SubParsersAction, name: str) -> None:
     """Replace the stubs of `name`'s module by the parsers its `register` builds."""
     module_name = COMMANDS[name][0]
     siblings = [other for other, (module, _help) in COMMANDS.items() if module == module_name]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     doctor = commands.add_parser("doctor", help="which sandbox layer protects commands on this machine, and why")
     doctor.set_defaults(handler=cmd_doctor)
 

@@ -109,7 +109,7 @@ async def _run(ctx: AppContext, options: AgentOptions, task: str, args: argparse
     with _stop_signals_cancel(received):
         try:
             runner = HeadlessRunner(
-                runtime.agent,  # type: ignore[arg-type]
+                runtime.agent,
                 args.output_format,
                 info=session_info(ctx, runtime),
                 partial=args.include_partial_messages,

@@ -40,7 +40,7 @@ class RunSummary:
 
     @property
     def acceptance(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
+        return (self.accepted or 0) / self.drafted if self.drafted else None
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items()}

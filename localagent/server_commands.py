@@ -133,9 +133,10 @@ def cmd_which(args: argparse.Namespace) -> int:
     found = manager.binary()
     caps = manager.capabilities(found.path)
     from server.build import smoke_records_dir
-    from server.smoke import SmokeRecords, smoke_test_sync
+    from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
 
     records = SmokeRecords(smoke_records_dir(ctx.paths.server_dirs().builds))
+    smoke: SmokeResult | None
     if args.smoke:
         smoke = smoke_test_sync(found.path, ctx.paths.server_dirs().model_dirs, ctx.paths.logs / "smoke.log", caps=caps)
         records.write(found.path, smoke)

@@ -23,7 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from agent.events import (
     Event,
@@ -152,7 +152,7 @@ class ClaudeStream:
         if isinstance(event, (TextDelta, ReasoningDelta)):
             self._open_request()
             if self.partial:
-                kind = "text" if isinstance(event, TextDelta) else "thinking"
+                kind: Literal["text", "thinking"] = "text" if isinstance(event, TextDelta) else "thinking"
                 for item in self._message.delta(kind, event.text):
                     self._write_event(item)
         elif isinstance(event, Metrics):

@@ -86,8 +86,8 @@ def narrow_workspace_layer(user: dict[str, Any], workspace: dict[str, Any]) -> W
     applied: dict[str, Any] = {}
     ignored: list[str] = []
     dropped: list[tuple[str, str, str]] = []
-    user_agent = user.get("agent") if isinstance(user.get("agent"), dict) else {}
-    user_profiles = user.get("profiles") if isinstance(user.get("profiles"), dict) else {}
+    user_agent: dict[str, Any] = user.get("agent") if isinstance(user.get("agent"), dict) else {}  # type: ignore[assignment]  # checked just here
+    user_profiles: dict[str, Any] = user.get("profiles") if isinstance(user.get("profiles"), dict) else {}  # type: ignore[assignment]  # checked just here
     for written, value in workspace.items():
         # The settings loader matches top-level names in any case ([AGENT] is [agent]).
         section = written.lower() if isinstance(written, str) else written

@@ -31,7 +31,7 @@ WIDTH = 220
 
 def show(event: object) -> None:
     arrow = "->" if getattr(event, "direction", None) and event.direction.value == "outgoing" else "<-"
-    text = json.dumps(event.message, ensure_ascii=False)  # type: ignore[attr-defined]
+    text = json.dumps(event.message, ensure_ascii=False)  # type: ignore[attr-defined]  # only message events are printed
     print(f"{arrow} {text[:WIDTH]}{' …' if len(text) > WIDTH else ''}")
 
 

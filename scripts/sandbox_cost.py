@@ -43,7 +43,7 @@ def main() -> None:
         layers += [("landlock", SandboxPolicy()), ("off", SandboxPolicy(mode="off"))]
         for name_, policy in layers:
             if name_ == "landlock":
-                sandbox.bubblewrap_status = lambda: (None, "measured without it")  # type: ignore[assignment]
+                sandbox.bubblewrap_status = lambda: (None, "measured without it")  # type: ignore[assignment]  # measured without bubblewrap
             ctx.sandbox = policy
             print(f"{name_:<11} {asyncio.run(_median_ms(ctx, args.runs)):6.1f} ms per command (median of {args.runs})")
 

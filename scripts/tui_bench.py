@@ -109,7 +109,7 @@ async def bench(rate: float, tokens: int, width: int, height: int, key_every: fl
             compositor_refresh()
             Keys.note(keys.shown, length, len(keys.pressed))
 
-        screen._compositor_refresh = refresh_and_note  # type: ignore[method-assign]
+        screen._compositor_refresh = refresh_and_note  # type: ignore[method-assign]  # timing a private Textual method
         driver = app._driver
         assert driver is not None
 

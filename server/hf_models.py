@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from server.errors import ModelError, ProfileError
 from server.hf_quants import (
@@ -116,7 +116,7 @@ def download(repo: str, parts: list[str], *, revision: str | None, cache: Path) 
                     revision=revision,
                     cache_dir=cache,
                     endpoint=_endpoint(),
-                    tqdm_class=_stderr_tqdm(),
+                    tqdm_class=cast("type[Any]", _stderr_tqdm()),
                 )
             )
         except Exception as exc:  # noqa: BLE001 - network, auth, missing file: all end the same way for the user
@@ -219,7 +219,7 @@ def _stderr_tqdm() -> Callable[..., Any]:
     """huggingface_hub's progress bar, always on stderr: stdout may be a command's output."""
     from huggingface_hub.utils import tqdm as hf_tqdm
 
-    class StderrTqdm(hf_tqdm):  # type: ignore[misc, valid-type]
+    class StderrTqdm(hf_tqdm):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs["file"] = sys.stderr
             super().__init__(*args, **kwargs)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -231,7 +231,7 @@ def _engine_problem(profile: Profile) -> str | None:
 _RECIPE_SAMPLING = Sampling(temperature=0.7, top_k=64, top_p=0.95, min_p=0.0)
 _GEMMA4_MAIN = ModelSource(hf_repo="unsloth/gemma-4-31B-it-GGUF", hf_file="gemma-4-31B-it-Q4_K_S.gguf")
 _GEMMA4_DRAFT = ModelSource(hf_repo="Anbeeld/gemma-4-31B-it-DFlash-GGUF", hf_file="gemma4-31b-it-dflash-Q5_K_M.gguf")
-_TINY_MODEL = ModelSource(package=TINY_MODEL_PACKAGE)
+_TINY_MODEL = ModelSource(package=cast("Any", TINY_MODEL_PACKAGE))  # the one package name the Literal allows
 # The same model for the big engines: the original weights, and z-lab's DFlash draft for them.
 _GEMMA4_WEIGHTS = ModelSource(hf="google/gemma-4-31B-it")
 _GEMMA4_DFLASH_WEIGHTS = Speculative(type="dflash", draft_model=ModelSource(hf="z-lab/gemma-4-31B-it-DFlash"))
@@ -308,7 +308,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             Profile(
                 name=f"gemma4-31b-{engine}",
                 description=f"Gemma 4 31B (BF16) with its DFlash draft on {label}, two GPUs (tensor parallel)",
-                engine=engine,
+                engine=cast("Any", engine),  # "vllm" or "sglang", from the loop above
                 model=_GEMMA4_WEIGHTS,
                 tensor_parallel=2,
                 ctx_size=32768,

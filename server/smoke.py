@@ -247,4 +247,4 @@ class SmokeRecords:
 
 
 def smoke_test_sync(binary: Path, dirs: ModelDirs, log_path: Path, **kwargs: object) -> SmokeResult:
-    return asyncio.run(run_smoke_test(binary, dirs, log_path, **kwargs))  # type: ignore[arg-type]
+    return asyncio.run(run_smoke_test(binary, dirs, log_path, **kwargs))  # type: ignore[arg-type]  # keyword options passed through unchanged

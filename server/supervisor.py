@@ -84,7 +84,7 @@ class Supervisor:
         listener(self.status)
 
     def _set(self, **changes: object) -> None:
-        self.status = replace(self.status, **changes)  # type: ignore[arg-type]
+        self.status = replace(self.status, **changes)  # type: ignore[arg-type]  # field names and values come from the caller, checked by dataclasses.replace
         for listener in list(self._listeners):
             listener(self.status)
 

@@ -242,9 +242,9 @@ def test_a_managed_profiles_model_id_is_used_and_a_base_url_has_none():
         profiles=profiles, settings=SimpleNamespace(server=SimpleNamespace(base_url=None, profile="tiny"))
     )
     options = SimpleNamespace(base_url=None, profile=None)
-    assert profile_model_id(ctx, options) == "tiny-model"  # type: ignore[arg-type]
-    assert profile_model_id(ctx, SimpleNamespace(base_url=None, profile="other")) is None  # type: ignore[arg-type]
-    assert profile_model_id(ctx, SimpleNamespace(base_url="http://x/v1", profile=None)) is None  # type: ignore[arg-type]
+    assert profile_model_id(ctx, options) == "tiny-model"  # type: ignore[arg-type]  # a stand-in for the options
+    assert profile_model_id(ctx, SimpleNamespace(base_url=None, profile="other")) is None  # type: ignore[arg-type]  # a stand-in for the options
+    assert profile_model_id(ctx, SimpleNamespace(base_url="http://x/v1", profile=None)) is None  # type: ignore[arg-type]  # a stand-in for the options
 
 
 # -- flags through the one options builder (run and the TUI) ----------------------------------

@@ -237,7 +237,7 @@ def test_a_huge_file_is_read_only_up_to_the_cap(repo: Path, monkeypatch: pytest.
     def no_whole_read(self: Path, *args: object, **kwargs: object) -> str:
         if self.name == "AGENTS.md":
             pytest.fail("the whole file was read")
-        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]  # the patched method takes what the original takes
 
     monkeypatch.setattr(Path, "read_text", no_whole_read)
     (item,) = collect_instructions(repo, max_bytes=1000)

@@ -51,7 +51,7 @@ def landlock_layer(monkeypatch: pytest.MonkeyPatch) -> None:
 def make_ctx(tmp_path: Path, mode: str = "workspace-write", network: bool = False) -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    policy = SandboxPolicy(mode=mode, network=network)  # type: ignore[arg-type]
+    policy = SandboxPolicy(mode=mode, network=network)  # type: ignore[arg-type]  # mode is one of the Literal values, from the parameters
     return ToolContext(workspace=workspace, scratch_dir=tmp_path / "scratch", sandbox=policy)
 
 
@@ -432,7 +432,7 @@ def test_default_policy_is_workspace_write_without_network(tmp_path: Path) -> No
     ctx = ToolContext(workspace=tmp_path, scratch_dir=tmp_path / "scratch")
     assert ctx.sandbox == SandboxPolicy(mode="workspace-write", network=False)
     with pytest.raises(ValueError, match="unknown sandbox mode"):
-        SandboxPolicy(mode="sometimes")  # type: ignore[arg-type]
+        SandboxPolicy(mode="sometimes")  # type: ignore[arg-type]  # a wrong mode, on purpose
 
 
 @needs_landlock

@@ -29,7 +29,7 @@ MODES = ["read-only", "workspace-write"]
 def make_ctx(tmp_path: Path, mode: str = "workspace-write", network: bool = False) -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    policy = SandboxPolicy(mode=mode, network=network)  # type: ignore[arg-type]
+    policy = SandboxPolicy(mode=mode, network=network)  # type: ignore[arg-type]  # mode is one of the Literal values, from the parameters
     return ToolContext(workspace=workspace, scratch_dir=tmp_path / "scratch", sandbox=policy)
 
 

@@ -12,7 +12,7 @@ KNOWN = {"view", "edit", "bash", "mcp__git__status"}
 
 
 def one_call(text: str, **kw: object) -> TextToolCall:
-    result = parse_text_tool_calls(text, KNOWN, **kw)  # type: ignore[arg-type]
+    result = parse_text_tool_calls(text, KNOWN, **kw)  # type: ignore[arg-type]  # keyword options passed through unchanged
     assert result.errors == []
     assert len(result.calls) == 1
     return result.calls[0]

@@ -138,7 +138,7 @@ async def test_bad_arguments_preview_nothing_and_do_not_raise(ctx: ToolContext) 
     assert EditTool().preview({"path": "m.py", "old_string": "a + b"}, ctx) is None
     assert InsertTool().preview({"path": "m.py", "line": "two", "text": "x"}, ctx) is None
     assert CreateTool().preview({"path": "a\0b", "content": "x"}, ctx) is None
-    assert CreateTool().preview([], ctx) is None  # type: ignore[arg-type]
+    assert CreateTool().preview([], ctx) is None  # type: ignore[arg-type]  # a wrong argument type, on purpose
 
 
 async def test_identical_content_previews_nothing(ctx: ToolContext) -> None:
@@ -154,5 +154,5 @@ async def test_tools_that_change_no_file_preview_nothing(ctx: ToolContext) -> No
     assert GlobTool().preview({"pattern": "*.py"}, ctx) is None
     remote = RemoteTool(name="write", inputSchema={"type": "object"})
     connection = SimpleNamespace(name="files")
-    mcp_tool = McpTool(connection, remote, "mcp__files__write", ctx.scratch_dir)  # type: ignore[arg-type]
+    mcp_tool = McpTool(connection, remote, "mcp__files__write", ctx.scratch_dir)  # type: ignore[arg-type]  # a stand-in connection
     assert mcp_tool.preview({"path": "m.py"}, ctx) is None

@@ -58,7 +58,7 @@ async def ready(pilot: Pilot) -> LocalAgentApp:
 
 async def submit(pilot: Pilot, text: str) -> None:
     """Type ``text`` and press Enter; return once the chat screen has taken it."""
-    chat = pilot.app.chat  # type: ignore[attr-defined]
+    chat = pilot.app.chat  # type: ignore[attr-defined]  # the pilot holds our app
     before = chat.submissions
     chat.prompt.text = text
     await pilot.press("enter")
@@ -133,7 +133,7 @@ async def test_approval_modal_allows_once_then_always_and_denies(la_env):
             await pilot.press("a")  # allow always: adds a rule for `echo`
             await turn_done(pilot)
             assert (la_env.workspace / "approved.txt").read_text().strip() == "two"
-            assert any("echo" in rule.text for rule in app.runtime.agent.policy.rules.allow)  # type: ignore[union-attr]
+            assert any("echo" in rule.text for rule in app.runtime.agent.policy.rules.allow)  # type: ignore[union-attr]  # the runtime is attached by now
 
             await submit(pilot, "Now touch")
             await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -364,14 +364,14 @@ async def test_resume_shows_the_earlier_conversation_and_its_prompts(la_env):
             await ready(pilot)
             await submit(pilot, "Make a.txt")
             await turn_done(pilot)
-            session_id = app.runtime.session_id  # type: ignore[union-attr]
+            session_id = app.runtime.session_id  # type: ignore[union-attr]  # the runtime is attached by now
     async with ScriptedModelServer([ScriptedTurn(text="resumed")]) as model:
         ctx = AppContext.load(la_env.workspace)
         options = AgentOptions(base_url=model.base_url, resume="last")
         app = LocalAgentApp(lambda on_status: build_agent(ctx, options, on_status), telemetry=False)
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot)
-            assert app.runtime.session_id == session_id  # type: ignore[union-attr]
+            assert app.runtime.session_id == session_id  # type: ignore[union-attr]  # the runtime is attached by now
             assert [m.text for m in app.chat.query(UserMessage)] == ["Make a.txt"]
             [block] = app.chat.query(ToolCallBlock)
             assert block.tool_name == "create" and block.state == "ok"

@@ -41,7 +41,7 @@ def workspace(tmp_path: Path) -> Path:
 def synthetic(workspace: Path, **runtime: object) -> SyntheticRuntime:
     ctx = ToolContext(workspace=workspace, scratch_dir=workspace.parent / "scratch")
     agent = SyntheticAgent(tokens=5, tokens_per_second=10_000, tool_ctx=ctx)
-    return SyntheticRuntime(agent, **runtime)  # type: ignore[arg-type]
+    return SyntheticRuntime(agent, **runtime)  # type: ignore[arg-type]  # keyword options passed through unchanged
 
 
 def sent(runtime: SyntheticRuntime) -> list[str]:

@@ -227,7 +227,7 @@ def test_approval_modal_with_saving(snap_compare, tmp_path):
             asyncio.get_running_loop().create_future(),
         )
         await app.chat.show_event(request)
-        app.push_screen(ApprovalScreen(request, app.runtime))  # type: ignore[arg-type]
+        app.push_screen(ApprovalScreen(request, app.runtime))  # type: ignore[arg-type]  # the synthetic runtime stands in for the rule store
         await pilot.pause(0.1)
 
     agent = SyntheticAgent()

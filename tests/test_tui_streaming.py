@@ -151,7 +151,7 @@ async def test_a_cancelled_turn_shows_every_token_it_got_including_the_last_batc
 class EscapingAgent(SyntheticAgent):
     """A model and a tool that put terminal escape sequences in what the TUI shows."""
 
-    async def run_turn(self, user_text: str):  # type: ignore[override]
+    async def run_turn(self, user_text: str):  # type: ignore[override]  # an async generator, as the runtime protocol expects
         from agent.events import ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted
 
         yield TurnStarted(1, user_text)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
+from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from server.http import server_root
@@ -94,7 +96,8 @@ class LocalAgentApp(App[int]):
 
     async def approve_project_mcp(self, request: ApprovalRequest) -> bool:
         """Asked by build_agent (inside the start-up worker) before a repo's own MCP servers run."""
-        return bool(await self.push_screen_wait(McpApprovalScreen(request)))
+        screen = cast("Screen[object]", McpApprovalScreen(request))  # answers a bool; Textual types the wait loosely
+        return bool(await self.push_screen_wait(screen))
 
     def _status_from_supervisor(self, status: SupervisorStatus) -> None:
         # Called from the supervisor's tasks in this loop: hand over as a message, never touch
@@ -123,13 +126,13 @@ class LocalAgentApp(App[int]):
         if event.worker is not self._boot_worker:
             return
         if event.state == WorkerState.SUCCESS:
-            await self._attach(event.worker.result)
+            await self._attach_runtime(cast("TuiRuntime", event.worker.result))  # the boot worker's result
         elif event.state == WorkerState.ERROR:
             error = event.worker.error
             self.boot_error = error
             self.loading_screen.show_error(str(error) or type(error).__name__)
 
-    async def _attach(self, runtime: TuiRuntime) -> None:
+    async def _attach_runtime(self, runtime: TuiRuntime) -> None:
         if self._stopping_runtime:
             await runtime.close()
             return

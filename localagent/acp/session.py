@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from acp import RequestError
 from acp.schema import AllowedOutcome, PermissionOption, PromptResponse, Usage
@@ -155,7 +155,7 @@ class AcpSession:
             # parked at a yield: thrown in there, the loop closes its calls and records the end,
             # so the history stays one a server accepts.
             with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await events.athrow(asyncio.CancelledError())
+                await cast("AsyncGenerator[Event, None]", events).athrow(asyncio.CancelledError())
             return PromptResponse(stop_reason="cancelled", field_meta=numbers.summary())
         summary = numbers.summary()
         reason = _STOP_REASONS.get(finished.reason, "end_turn") if finished else "end_turn"
@@ -165,7 +165,7 @@ class AcpSession:
             total_tokens=numbers.prompt_tokens + numbers.completion_tokens,
             cached_read_tokens=numbers.cached_tokens,
         )
-        return PromptResponse(stop_reason=reason, usage=usage, field_meta=summary)  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=reason, usage=usage, field_meta=summary)  # type: ignore[arg-type]  # the library types stop_reason as a Literal; ours is one of them
 
     # long: one branch per kind of event, each a line or two; splitting them would hide the mapping.
     async def _relay(
@@ -189,8 +189,9 @@ class AcpSession:
         elif isinstance(event, ApprovalRequested):
             await self._approve(event)
         elif isinstance(event, ToolCallFinished):
-            view = views.pop(event.call_id, None)
-            if view is None:  # refused before it started (malformed, unknown tool)
+            if event.call_id in views:
+                view = views.pop(event.call_id)
+            else:  # refused before it started (malformed, unknown tool)
                 start, view = updates.started(ToolCallStarted(event.call_id, event.name, {}, event.name), workspace)
                 await self.send(start, {})
             await self.send(updates.finished(event, view), {})

@@ -290,7 +290,7 @@ class _ProgressObserver:
         self.task = task
 
     def status(self, text: str) -> None:
-        self.progress.update(self.task, description=escape(text))  # type: ignore[arg-type]
+        self.progress.update(self.task, description=escape(text))  # type: ignore[arg-type]  # rich's TaskID is an int at run time
 
     def advance(self, result: RequestResult | None, steps: int = 1) -> None:
         detail = ""
@@ -300,7 +300,7 @@ class _ProgressObserver:
             detail = f"last {result.server_tps:.0f} tok/s"
             if result.acceptance is not None:
                 detail += f", accept {result.acceptance * 100:.0f}%"
-        self.progress.update(self.task, advance=steps, detail=detail)  # type: ignore[arg-type]
+        self.progress.update(self.task, advance=steps, detail=detail)  # type: ignore[arg-type]  # rich's TaskID is an int at run time
 
 
 def _run_with_progress(plan: _Plan) -> list[TargetResult]:

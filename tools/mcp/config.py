@@ -212,7 +212,7 @@ def parse_entry(name: str, raw: Any, source: Source, origin: Path, environ: Mapp
     except ValidationError as exc:
         raise EntryError(_validation_message(exc)) from None
     kind = (entry.type or ("http" if entry.url and not entry.command else "stdio")).lower()
-    timeouts = {
+    timeouts: dict[str, Any] = {
         "startup_timeout": entry.startup_timeout or DEFAULT_STARTUP_TIMEOUT,
         "call_timeout": entry.call_timeout or DEFAULT_CALL_TIMEOUT,
     }

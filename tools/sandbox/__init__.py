@@ -80,7 +80,7 @@ def sandbox_layer() -> tuple[Isolation, str]:
         return "bubblewrap", ""
     if landlock_support().available:
         return "landlock", why_not
-    isolation = "pid-namespace" if pid_namespace_prefix() is not None else "none"
+    isolation: Isolation = "pid-namespace" if pid_namespace_prefix() is not None else "none"
     return isolation, f"{why_not}; {landlock_support().reason}"
 
 
@@ -148,13 +148,13 @@ def confine(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) -> Confin
         seccomp_fd = os.memfd_create("localagent-seccomp", 0)
         os.write(seccomp_fd, program_bytes(command_filter(not policy.network)))
         os.lseek(seccomp_fd, 0, os.SEEK_SET)
-        prefix = bubblewrap_argv(program, policy, workspace, scratch_dir, seccomp_fd)
+        bwrap_argv = bubblewrap_argv(program, policy, workspace, scratch_dir, seccomp_fd)
         return Confinement(
             policy=policy,
             isolation="bubblewrap",
             sandboxed=True,
             network_blocked=not policy.network,
-            prefix=tuple(prefix),
+            prefix=tuple(bwrap_argv),
             pass_fds=(seccomp_fd,),
         )
     support = landlock_support()

@@ -29,15 +29,20 @@ class SlashCommands:
 
     if TYPE_CHECKING:
         runtime: TuiRuntime | None
-        conversation: Conversation
-        metrics: MetricsPanel
-        agent: TuiAgent
-        turn_running: bool
         pending_notes: list[str]
         app: Any
+        # Workers on the screen (Textual's @work), which return the worker they start.
+        compact: Callable[[], object]
+        run_turn: Callable[[str], object]
 
-        def compact(self) -> None: ...
-        def run_turn(self, text: str) -> None: ...
+        @property
+        def conversation(self) -> Conversation: ...
+        @property
+        def metrics(self) -> MetricsPanel: ...
+        @property
+        def agent(self) -> TuiAgent: ...
+        @property
+        def turn_running(self) -> bool: ...
         def _update_title(self) -> None: ...
 
     async def run_command(self, command: commands.SlashCommand) -> None:

@@ -146,7 +146,7 @@ class MarkdownLines(Widget):
         shown = self._widths.get(width)
         if shown is not None and shown.tail and markdown.rstrip() == shown.tail_source.rstrip():
             return  # the open block, complete already: its lines are there
-        self._prepared.setdefault((width, markdown), []).append(self._render(markdown, width, self._base()))
+        self._prepared.setdefault((width, markdown), []).append(self._render_lines(markdown, width, self._base()))
 
     def extend(self, blocks: list[str], tail: str) -> None:
         """Add finished ``blocks`` and make ``tail`` the open block, rendering what changed (and was
@@ -207,9 +207,9 @@ class MarkdownLines(Widget):
 
     def _made(self, markdown: str, width: int, base: Style) -> list[Strip]:
         prepared = self._prepared.get((width, markdown))
-        return prepared.pop() if prepared else self._render(markdown, width, base)
+        return prepared.pop() if prepared else self._render_lines(markdown, width, base)
 
-    def _render(self, markdown: str, width: int, base: Style) -> list[Strip]:
+    def _render_lines(self, markdown: str, width: int, base: Style) -> list[Strip]:
         console = self.app.console
         options = console.options.update_width(max(1, width))
         rendered = console.render_lines(rich_markdown(markdown), options, pad=True)
