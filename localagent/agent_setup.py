@@ -175,11 +175,7 @@ async def build_agent(
     agent = assemble_agent(
         ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints, model=model
     )
-    note = sandbox_note(sandbox)
-    if note:
-        notes.append(note)
-    if checkpoints.notice:
-        notes.append(checkpoints.notice)
+    notes += [note for note in (sandbox_note(sandbox), checkpoints.notice) if note]
     return AgentRuntime(
         agent,
         None if shared is not None else handle,

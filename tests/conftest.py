@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from localagent.paths import app_paths
+from server.argv import DEFAULT_PORT
 from server.binary import BINARY_ENV, newest_cached_build
 
 # What a test uses decides its markers (pyproject.toml names them): `server` for the real
@@ -104,7 +107,9 @@ class LocalAgentEnv:
 
 
 @pytest.fixture
-def la_env(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> LocalAgentEnv:
+def la_env(
+    tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> LocalAgentEnv:
     home = tmp_path / "home"
     workspace = tmp_path / "work"
     workspace.mkdir()
@@ -120,6 +125,20 @@ def la_env(tmp_path: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) 
     records = home / "state" / "servers"
     if records.is_dir() and any(records.iterdir()):
         environment.run("server", "stop", timeout=60)
+    # A server the test's agent started in its own process (ACP, the TUI) is stopped as that
+    # process ends, which may still be under way: the next real-server test wants the port free.
+    if request.node.get_closest_marker("server") is not None:
+        _wait_port_free(DEFAULT_PORT, seconds=15)
+
+
+def _wait_port_free(port: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            probe.settimeout(0.2)
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return
+        time.sleep(0.1)
 
 
 @pytest.fixture(params=["bubblewrap", "landlock"])

@@ -11,6 +11,7 @@ from server.bench.summary import OVERALL, Summary
 COLOURS = ["#7f7f7f", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000"]
 
 
+# long: one matplotlib figure drawn step by step; split up, the picture would be in pieces.
 def write_chart(summary: Summary, png: Path, svg: Path, title: str) -> None:
     import matplotlib
 
