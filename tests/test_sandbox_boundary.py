@@ -196,20 +196,21 @@ print(json.dumps({"output": result.output}))
 """
 
 
+def run_agent_process(script: str, tmp_path: Path, command: str) -> str:
+    """Runs `command` through the bash tool of an agent in its own process; its tool output."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "ws"), str(tmp_path / "scratch"), command],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["output"])
+
+
 async def test_the_agent_cannot_be_stopped_or_killed_from_inside_a_command(tmp_path: Path, sandbox_layer: str) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     command = "agent=$(cat /proc/$PPID/status 2>/dev/null | head -1); kill -STOP $PPID; kill -9 $PPID; echo still here"
-    done = subprocess.run(
-        [sys.executable, "-c", AGENT, str(workspace), str(tmp_path / "scratch"), command],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "still here" in json.loads(done.stdout)["output"]
+    assert "still here" in run_agent_process(AGENT, tmp_path, command)
 
 
 PROTECTED_WRITES = {
@@ -479,16 +480,7 @@ async def test_the_agent_cannot_be_limited_from_inside_a_command(tmp_path: Path,
         "command = sys.argv[1:4]\ncommand = command.replace('AGENT', str(__import__('os').getpid()))\n",
     )
     command = "prlimit --pid AGENT --cpu=0:0; prlimit --pid AGENT --nofile=0:0; echo still here"
-    done = subprocess.run(
-        [sys.executable, "-c", agent, str(workspace), str(tmp_path / "scratch"), command],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "still here" in json.loads(done.stdout)["output"]
+    assert "still here" in run_agent_process(agent, tmp_path, command)
 
 
 async def test_a_background_job_cannot_change_a_protected_path_after_the_check(

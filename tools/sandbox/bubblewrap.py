@@ -25,6 +25,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tools.sandbox.landlock import GPU_DEVICES, gpu_nodes
 from tools.sandbox.policy import SandboxPolicy
 from tools.sandbox.protected import existing_protected
 
@@ -80,15 +81,6 @@ _SERVICE_SOCKETS = (
     "/run/podman/podman.sock",
 )
 _TEMP_DIRS = ("/tmp", "/var/tmp")
-_GPU_DEVICES = (
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
-    "/dev/nvidia-caps",
-    "/dev/dri",
-    "/dev/kfd",
-)
 
 
 def _absolute_path_program(name: str) -> str | None:
@@ -184,12 +176,8 @@ def bubblewrap_argv(
 
 
 def _gpu_devices() -> Iterator[str]:
-    yield from (device for device in _GPU_DEVICES if os.path.exists(device))
-    try:
-        names = os.listdir("/dev")
-    except OSError:
-        return
-    yield from (f"/dev/{name}" for name in names if name.startswith("nvidia") and name[6:].isdigit())
+    yield from (device for device in GPU_DEVICES if os.path.exists(device))
+    yield from gpu_nodes()
 
 
 def _hidden(policy: SandboxPolicy, workspace: Path) -> Iterator[str]:

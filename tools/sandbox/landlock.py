@@ -63,9 +63,9 @@ _SHELL_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/ur
 # /dev/tty is opened for writing by some programs; no ioctls on it, so nothing can be typed into
 # a terminal (commands run in their own session, without one, anyway).
 _TTY_DEVICE = "/dev/tty"
-# GPUs (CUDA, ROCm, DRM) and pseudo-terminals (pexpect, script) open their devices read-write
-# and drive them with ioctls; allowed when the workspace is writable.
-_WORKSPACE_DEVICES = (
+# GPUs (CUDA, ROCm, DRM) open their devices read-write and drive them with ioctls, and so do
+# pseudo-terminals (pexpect, script); allowed when the workspace is writable.
+GPU_DEVICES = (
     "/dev/nvidiactl",
     "/dev/nvidia-uvm",
     "/dev/nvidia-uvm-tools",
@@ -73,9 +73,8 @@ _WORKSPACE_DEVICES = (
     "/dev/nvidia-caps",
     "/dev/dri",
     "/dev/kfd",
-    "/dev/ptmx",
-    "/dev/pts",
 )
+_WORKSPACE_DEVICES = (*GPU_DEVICES, "/dev/ptmx", "/dev/pts")
 _TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
@@ -215,8 +214,12 @@ def writable_roots(policy: SandboxPolicy, workspace: Path, scratch_dir: Path) ->
 
 def _workspace_devices() -> Iterator[str]:
     yield from _WORKSPACE_DEVICES
+    yield from gpu_nodes()
+
+
+def gpu_nodes() -> Iterator[str]:
+    """/dev/nvidia0, /dev/nvidia1, ...: one node per GPU."""
     try:
-        # /dev/nvidia0, /dev/nvidia1, ...: one node per GPU.
         names = os.listdir("/dev")
     except OSError:
         return
