@@ -27,6 +27,7 @@ _PROCESS_FIXTURES = frozenset({"la_env"})
 _SLOW_FILES = frozenset({"test_tui_tmux.py", "test_acp.py", "test_examples.py", "test_headless_claude_schema.py"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
