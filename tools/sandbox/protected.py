@@ -81,7 +81,7 @@ class ProtectedState:
     def read(cls, workspace: Path) -> ProtectedState:
         entries: dict[str, _Entry] = {}
         budget = [_MAX_BYTES]
-        for relative in PROTECTED:
+        for relative in protected_here(workspace):
             _collect(workspace, relative, entries, budget)
         return cls(workspace, entries)
 
@@ -200,10 +200,28 @@ def _top_level(paths: list[str]) -> list[str]:
     return list(seen.values())
 
 
-def existing_protected(workspace: Path) -> list[Path]:
-    """The protected paths present now (what bubblewrap mounts read-only)."""
-    found = []
+def protected_here(workspace: Path) -> list[str]:
+    """The protected paths of this workspace, workspace-relative: the fixed ones, and where one
+    that a repository ships as a symlink leads inside the workspace (`.envrc -> cfg/envrc`: a
+    command changing cfg/envrc changes what direnv runs)."""
+    found = list(PROTECTED)
+    root = Path(os.path.realpath(workspace))
     for relative in PROTECTED:
+        path = workspace / relative
+        if not path.is_symlink():
+            continue
+        target = Path(os.path.realpath(path))
+        if target.is_relative_to(root) and target != root and os.path.lexists(target):
+            shown = target.relative_to(root).as_posix()
+            if shown not in found:
+                found.append(shown)
+    return found
+
+
+def existing_protected(workspace: Path) -> list[Path]:
+    """The protected paths present now, links followed (what bubblewrap mounts read-only)."""
+    found = []
+    for relative in protected_here(workspace):
         path = workspace / relative
         if os.path.lexists(path) and not path.is_symlink():
             found.append(path)
