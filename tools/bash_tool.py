@@ -96,7 +96,8 @@ class BashTool(Tool):
         capture = OutputCapture(ctx.scratch_dir, "bash")
         loop = asyncio.get_running_loop()
         policy = _policy_for(args, ctx)
-        protected = ProtectedState.read(ctx.workspace) if policy.mode != "off" else None
+        # Only a workspace-write command can change a protected path; read-only writes nothing.
+        protected = ProtectedState.read(ctx.workspace) if policy.mode == "workspace-write" else None
         try:
             confinement = confine(policy, ctx.workspace, ctx.scratch_dir)
         except OSError as exc:

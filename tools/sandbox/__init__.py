@@ -110,16 +110,12 @@ def _blocks_network(policy: SandboxPolicy) -> bool:
 
 def process_isolation() -> Isolation:
     """What keeps a command out of other processes' memory and environment."""
-    if bubblewrap_status()[0] is not None:
-        return "bubblewrap"
-    if landlock_support().available:
-        return "landlock"
-    return "pid-namespace" if pid_namespace_prefix() is not None else "none"
+    return sandbox_layer()[0]
 
 
 def sandbox_note(policy: SandboxPolicy) -> str | None:
     """One line for a front end to print once, when commands run less confined than asked."""
-    if policy.mode != "off" and _bubblewrap_serves(policy) is not None:
+    if _bubblewrap_serves(policy) is not None:
         return None
     support = landlock_support()
     if support.available:

@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import subprocess
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,18 +77,22 @@ class ProtectedState:
 
     workspace: Path
     entries: dict[str, _Entry]
+    # The paths read, found once before the command: a link the command makes to a file of the
+    # project must not make that file look new (and be removed) when they are read again.
+    roots: tuple[str, ...]
 
     @classmethod
-    def read(cls, workspace: Path) -> ProtectedState:
+    def read(cls, workspace: Path, roots: tuple[str, ...] | None = None) -> ProtectedState:
+        roots = tuple(protected_here(workspace)) if roots is None else roots
         entries: dict[str, _Entry] = {}
         budget = [_MAX_BYTES]
-        for relative in protected_here(workspace):
+        for relative in roots:
             _collect(workspace, relative, entries, budget)
-        return cls(workspace, entries)
+        return cls(workspace, entries, roots)
 
     def restore_changes(self) -> list[str]:
         """Put back what changed since `read`; the paths that changed (or could not be restored)."""
-        now = ProtectedState.read(self.workspace)
+        now = ProtectedState.read(self.workspace, self.roots)
         changed = sorted(
             set(self.entries) ^ set(now.entries)
             | {path for path, entry in self.entries.items() if now.entries.get(path) not in (None, entry)}
@@ -160,10 +165,10 @@ class ProtectedState:
 
 def _collect(workspace: Path, root: str, entries: dict[str, _Entry], budget: list[int]) -> None:
     """`root` and what lies beneath it, breadth first, within the caps."""
-    pending = [root]
+    pending = deque([root])
     seen = 0
     while pending:
-        relative = pending.pop(0)
+        relative = pending.popleft()
         entry = _read(workspace / relative, budget)
         if entry is None:
             continue
