@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.errors import BinaryError
-from server.program_path import which_absolute
 from server.smoke import SmokeRecords
+from tools.program_path import which_absolute
 
 BINARY_ENV = "LOCALAGENT_LLAMA_SERVER"
 

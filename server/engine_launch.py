@@ -18,7 +18,7 @@ from server.argv import DEFAULT_HOST, DEFAULT_PORT, LaunchPlan
 from server.errors import StartError
 from server.exposure import is_loopback
 from server.profiles import ModelSource, Profile, Speculative
-from server.program_path import which_absolute
+from tools.program_path import which_absolute
 
 # Drafted tokens per step when the profile leaves n_max unset. DFlash drafts a block of 16 after
 # the anchor token (vLLM counts the 15 drafted, SGLang the whole block); vLLM wants a number for

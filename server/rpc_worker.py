@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from server.argv import DEFAULT_HOST, LaunchPlan
-from server.program_path import which_absolute
 from server.rpc_endpoints import DEFAULT_WORKER_PORT, exposure_warning
+from tools.program_path import which_absolute
 
 # The worker's CMake target: renamed upstream from rpc-server to ggml-rpc-server.
 WORKER_TARGETS = ("ggml-rpc-server", "rpc-server")

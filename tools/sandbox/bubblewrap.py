@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tools.program_path import which_absolute
 from tools.sandbox.landlock import GPU_DEVICES, gpu_nodes
 from tools.sandbox.policy import SandboxPolicy
 from tools.sandbox.protected import existing_protected
@@ -83,11 +83,6 @@ _SERVICE_SOCKETS = (
 _TEMP_DIRS = ("/tmp", "/var/tmp")
 
 
-def _absolute_path_program(name: str) -> str | None:
-    entries = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(entry)]
-    return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
-
-
 @functools.cache
 def bubblewrap_status() -> tuple[str | None, str]:
     """(the bwrap program, "") where it works here, else (None, why not)."""
@@ -95,7 +90,7 @@ def bubblewrap_status() -> tuple[str | None, str]:
         return None, f"bubblewrap is Linux-only (this is {sys.platform})"
     if os.environ.get(LAYER_VARIABLE, "").strip().lower() == "landlock":
         return None, f"{LAYER_VARIABLE}=landlock"
-    program = _absolute_path_program("bwrap")
+    program = which_absolute("bwrap")
     if program is None:
         return (
             None,
@@ -125,10 +120,6 @@ def bubblewrap_status() -> tuple[str | None, str]:
         reason = said[-1] if said else f"exit code {done.returncode}"
         return None, f"bwrap cannot make namespaces here ({reason}); unprivileged user namespaces are refused"
     return program, ""
-
-
-def bubblewrap_program() -> str | None:
-    return bubblewrap_status()[0]
 
 
 def bubblewrap_argv(
