@@ -114,12 +114,13 @@ def load_settings(
     """The user's file, then what of the workspace's file may apply (see workspace_trust)."""
     user_data = _read_toml(user_file)
     layers = [(user_file, user_data)]
+    settings: Settings | None = None  # when `merged` was validated already
     notices: list[str] = []
     merged: dict[str, Any] = dict(user_data)
     if workspace is not None:
         path = project_file(workspace)
         try:
-            text = _read_workspace_text(path)
+            text = _read_text(path)
             data = _parse_toml(path, text) if text is not None else None
         except ConfigError as exc:
             # A stranger's file cannot stop the agent from starting: it is ignored, and said so.
@@ -132,15 +133,23 @@ def load_settings(
             else:
                 layer = narrow_workspace_layer(user_data, data)
                 candidate = deep_merge(merged, layer.applied)
-                problem = _invalid(candidate, [*layers, (path, data)])
-                if problem is not None and _invalid(merged, layers) is None:
+                problem = None
+                try:
+                    settings = Settings(**candidate)
+                except ValidationError as exc:
+                    # Valid without it: the workspace file alone is wrong, and is ignored.
+                    if _invalid(merged, layers) is None:
+                        problem = _describe(exc, [*layers, (path, data)])
+                except SettingsError:
+                    pass  # the environment's fault: said below, as it would be without the file
+                if problem is not None:
                     notices.append(f"ignored {path.name}: {problem}")
                 else:
                     merged = candidate
                     notices += layer.notices(path.name)
             layers.append((path, data))
     try:
-        return LoadedSettings(Settings(**merged), notices)
+        return LoadedSettings(settings if settings is not None else Settings(**merged), notices)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, layers)) from None
     except SettingsError as exc:
@@ -159,9 +168,14 @@ def _invalid(merged: dict[str, Any], layers: list[tuple[Path, dict[str, Any]]]) 
     return None
 
 
-def _read_workspace_text(path: Path) -> str | None:
-    """The workspace file's text, read without following it into a FIFO or a device: a
-    repository's file could otherwise hang every start."""
+def project_file(workspace: Path) -> Path:
+    return workspace / PROJECT_FILE
+
+
+def _read_text(path: Path) -> str | None:
+    """A config file's text, None when there is none. Opened without blocking and refused unless
+    it is a regular file (links followed): a FIFO in its place, in a repository or in the
+    person's config folder, would otherwise hang every start."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -171,26 +185,11 @@ def _read_workspace_text(path: Path) -> str | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ConfigError(f"{path}: not a regular file")
-        raw = handle.read(1 << 20)
+        raw = handle.read()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; fix the file") from None
-
-
-def project_file(workspace: Path) -> Path:
-    return workspace / PROJECT_FILE
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; fix the file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
 
 
 def _parse_toml(path: Path, text: str) -> dict[str, Any]:
