@@ -3,7 +3,6 @@ the seccomp filter, the secret filter."""
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_probe import gone, unique_seconds
 from tools import BashTool, ToolContext, sandbox
 from tools.safe_env import filtered_environment, looks_secret
 from tools.sandbox import (
@@ -401,28 +401,11 @@ async def test_pid_namespace_keeps_exit_codes_and_timeouts_kill_the_whole_tree(
     ctx = make_ctx(tmp_path)
     output, meta = await bash(ctx, "echo hi; exit 7")
     assert meta["exit_code"] == 7 and "hi" in output
-    marker = f"{1000 + secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
+    marker = unique_seconds()
     started = time.monotonic()
     output, meta = await bash(ctx, f"(trap '' TERM; setsid sleep {marker}) & sleep {marker}", timeout=0.5)
     assert meta["timed_out"] and time.monotonic() - started < 10
     assert await gone(marker), "a process of the namespace survived the timeout"
-
-
-async def gone(marker: str, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        alive = False
-        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-            try:
-                if marker.encode() in cmdline.read_bytes():
-                    alive = True
-                    break
-            except OSError:
-                continue
-        if not alive:
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 # --- Availability and reporting --------------------------------------------------------------

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.process_probe import host_pids, unique_seconds, wait_until_gone
 from tools import BashTool, ToolContext
 from tools.output_truncation import MAX_OUTPUT_CHARS
 
@@ -19,54 +19,6 @@ def ctx(tmp_path: Path, sandbox_layer: str) -> ToolContext:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return ToolContext(workspace=workspace, scratch_dir=tmp_path / "scratch")
-
-
-def unique_seconds() -> str:
-    """A sleep length no other process has: its command line finds the process from outside,
-    whatever PID namespace the sandbox gave it (where `$!` names a PID only the command knows)."""
-    return f"{1000 + secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
-
-
-def host_pids(marker: str) -> list[int]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if marker.encode() in cmdline.read_bytes() and process_alive(int(cmdline.parent.name)):
-                found.append(int(cmdline.parent.name))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def wait_until_gone(marker: str, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not host_pids(marker):
-            return True
-        time.sleep(0.05)
-    return not host_pids(marker)
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child whose parent is gone may linger as a zombie until reaped; it is dead.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_until_dead(pid: int, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return True
-        time.sleep(0.05)
-    return not process_alive(pid)
 
 
 async def wait_for_file(path: Path, seconds: float = 5.0) -> None:
