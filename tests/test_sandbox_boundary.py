@@ -563,3 +563,13 @@ async def test_a_link_made_to_a_project_file_is_removed_and_the_file_kept(tmp_pa
     assert not os.path.lexists(ctx.workspace / ".envrc")
     assert (ctx.workspace / "cfg" / "setup.sh").read_text() == "echo project\n"
     assert meta["protected_restored"] == [".envrc"]
+
+
+def test_outside_sandbox_never_gets_past_a_deny_rule_through_a_wrapper(tmp_path: Path) -> None:
+    from agent.permission_rules import PermissionRules
+
+    rules = PermissionRules.from_config({"deny": ["bash(git config*)"], "allow": ["bash(*)"]})
+    policy = PermissionPolicy("full-auto", rules, bash_sandboxed=True)
+    for command in ("env git config core.hooksPath x", "timeout 5 git config core.hooksPath x"):
+        args = {"command": command, "outside_sandbox": True, "reason": "needs git config"}
+        assert policy.decide("bash", False, command, workspace=tmp_path, arguments=args).action == "deny"
