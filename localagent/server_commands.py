@@ -6,15 +6,17 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
 
 from localagent.console import err, out
-from localagent.context import AppContext
 from localagent.errors import LocalAgentError, UsageError
-from server.profiles import DEFAULT_PROFILE
 from tools.terminal_text import terminal_safe
+
+if TYPE_CHECKING:
+    from localagent.context import AppContext
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -96,12 +98,22 @@ def _register_inspection(sub: argparse._SubParsersAction) -> None:
     profiles.set_defaults(handler=cmd_profiles)
 
 
+def _load_context() -> AppContext:
+    """Settings and profiles, loaded by the commands that use them (`status` does not: it answers
+    before pydantic-settings would have finished importing)."""
+    from localagent.context import AppContext
+
+    return AppContext.load()
+
+
 def _profile_name(ctx: AppContext, given: str | None) -> str:
+    from server.profiles import DEFAULT_PROFILE
+
     return given or ctx.settings.server.profile or DEFAULT_PROFILE
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs} must be at least 1")
     if args.cuda_arch and not args.cuda:
@@ -128,7 +140,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_which(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     manager = ctx.server_manager()
     found = manager.binary()
     caps = manager.capabilities(found.path)
@@ -176,7 +188,7 @@ def cmd_which(args: argparse.Namespace) -> int:
 def cmd_cmd(args: argparse.Namespace) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is out of range; use 1-65535")
-    ctx = AppContext.load()
+    ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
     _profile, plan, _models = manager.plan(_profile_name(ctx, args.profile), port=args.port, fetch=False)
     for note in plan.notes:
@@ -186,7 +198,7 @@ def cmd_cmd(args: argparse.Namespace) -> int:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
     manager.allow_no_api_key = args.no_api_key
     port = _parse_port(args.port)
@@ -229,7 +241,7 @@ def _parse_port(value: str | None) -> int | str | None:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     stopped = ctx.server_manager().stop(args.port)
     if not stopped:
         out.print("no managed server is running")
@@ -239,11 +251,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from localagent.paths import app_paths
     from server.registry import Registry
 
-    ctx = AppContext.load()
-    # The records alone: the manager (and its HTTP client) is not needed to read them.
-    records = Registry(ctx.paths.server_dirs().records).live()
+    # The records alone, found by paths that no setting moves: neither the settings, the profiles
+    # nor the manager (and its HTTP client) are needed to read them, and status answers at once.
+    records = Registry(app_paths().server_dirs().records).live()
     if args.json:
         out.print_json(json.dumps([r.public_dict() for r in records]))
         return 0
@@ -274,7 +287,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     manager = ctx.server_manager()
     records = manager.registry.live()
     if args.port is not None:
@@ -305,7 +318,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from localagent.server_check import run_check
 
-    ctx = AppContext.load()
+    ctx = _load_context()
     import asyncio
 
     report = asyncio.run(run_check(ctx.server_manager(), args.profile, max_tokens=args.max_tokens))
@@ -321,7 +334,7 @@ class ServerCheckFailed(LocalAgentError):
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    ctx = AppContext.load()
+    ctx = _load_context()
     table = Table("profile", "engine", "model", "speculation", "description")
     for name, profile in sorted(ctx.profiles.items()):
         spec = profile.speculative

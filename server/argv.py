@@ -19,6 +19,7 @@ from server.cpu_threads import busy_cores, choose_threads
 from server.errors import ProfileError
 from server.profiles import Profile
 from server.rpc_endpoints import exposure_warning
+from server.secret_argv import redact_argv
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8910
@@ -68,21 +69,6 @@ class LaunchPlan:
         prefix = [f"{name}=${name}" for name in sorted(self.env)]
         argv = redact_argv(self.argv, "$API_KEY")
         return " ".join([*prefix, shlex.join(argv)]) if prefix else shlex.join(argv)
-
-
-def redact_argv(argv: list[str], placeholder: str = "***") -> list[str]:
-    """``argv`` with the value of every ``--api-key`` (``--api-key K`` or ``--api-key=K``) replaced:
-    an engine that takes its key only on the command line (SGLang) must not show it in commands,
-    reports or ``server status``."""
-    shown = []
-    for i, arg in enumerate(argv):
-        if i > 0 and argv[i - 1] == "--api-key":
-            shown.append(placeholder)
-        elif arg.startswith("--api-key="):
-            shown.append(f"--api-key={placeholder}")
-        else:
-            shown.append(arg)
-    return shown
 
 
 @dataclass

@@ -17,6 +17,7 @@ from server.argv import LaunchPlan
 from server.errors import NotRunningError, StartError
 from server.exit_reasons import ExitReason, explain_exit, mem_available_bytes
 from server.http import auth_headers, tail_lines
+from server.pid_state import pid_alive
 from server.ports import local_base_url
 from server.rpc_connections import connected_workers, resolve_workers
 from server.rpc_endpoints import silent_workers, tcp_accepts
@@ -209,21 +210,6 @@ class ServerProcess:
         lines = tail_lines(self.log_path)
         shown = "\n".join(f"  {line}" for line in lines)
         return f"{headline}. Last log lines:\n{shown}\nFull log: {self.log_path}"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); it is as good as dead.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return True
 
 
 def terminate(owner_pid: int, server_pid: int | None, timeout: float = 20.0, program: str = "llama-server") -> None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from server.argv import redact_argv
+from server.pid_state import pid_alive
 from server.ports import local_base_url
-from server.process import pid_alive
+from server.secret_argv import redact_argv
 
 if TYPE_CHECKING:
     from server.supervisor import SupervisorStatus

@@ -46,6 +46,12 @@ def test_quick_commands_import_none_of_the_heavy_parts(la_env, args: list[str]) 
     assert not {name for name in HEAVY if name in modules}, args
 
 
+def test_server_status_reads_records_without_settings_or_profiles(la_env) -> None:
+    # pydantic-settings alone costs status a third of its start-up: the records need paths only.
+    modules = imported(la_env, "server", "status")
+    assert not {"pydantic_settings", "localagent.config", "server.profiles"} & modules
+
+
 def test_each_commands_help_line_is_its_modules_own() -> None:
     for name, (module, help_text) in cli.COMMANDS.items():
         parent = argparse.ArgumentParser()

@@ -324,7 +324,7 @@ def test_sglangs_api_key_reaches_it_but_shows_nowhere(la_env, tmp_path: Path) ->
 
 
 def test_an_api_key_in_either_spelling_is_redacted() -> None:
-    from server.argv import redact_argv
+    from server.secret_argv import redact_argv
 
     argv = ["python", "-m", "sglang.launch_server", "--api-key", "k1", "--api-key=k2", "--port", "1"]
     assert redact_argv(argv) == [

@@ -21,8 +21,8 @@ from server.argv import ResolvedModels, build_launch_plan
 from server.capabilities import parse_help
 from server.errors import ProfileError
 from server.exit_reasons import explain_exit
+from server.pid_state import pid_alive
 from server.ports import free_port
-from server.process import pid_alive
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES
 from server.rpc_connections import connected_workers

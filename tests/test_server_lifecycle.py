@@ -12,7 +12,7 @@ import time
 import httpx2
 import pytest
 
-from server.process import pid_alive
+from server.pid_state import pid_alive
 from server.supervisor import RestartPolicy, ServerState
 from server.telemetry import RequestTimings, TelemetryPoller, parse_metrics
 

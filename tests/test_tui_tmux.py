@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from server.process import pid_alive
+from server.pid_state import pid_alive
 
 pytestmark = pytest.mark.server
 

@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 import httpx2
 
-from server.argv import redact_argv
 from server.bench.client import (
     Endpoint,
     describe_failure,
@@ -28,6 +27,7 @@ from server.engine_identity import identify_engine
 from server.engine_metrics import LLAMA_CPP
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
+from server.secret_argv import redact_argv
 from server.supervisor import ServerState
 from server.telemetry import MetricsSnapshot
 
