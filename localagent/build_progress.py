@@ -36,4 +36,9 @@ def build_with_progress(ctx: AppContext, request: BuildRequest) -> BuildResult:
 
             return smoke_test_sync(binary, dirs.model_dirs, log, on_case=on_case)
 
-        return build_llama_server(request, dirs.builds, dirs.work, report, verify=verify)
+        def notice(line: str) -> None:
+            progress.console.print(f"note: {escape(line)}", soft_wrap=True)
+
+        return build_llama_server(
+            request, dirs.builds, dirs.work, report, verify=verify, notice=notice, toolkits_dir=dirs.cache
+        )

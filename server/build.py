@@ -10,6 +10,10 @@ Two kinds of build:
   one machine a binary built for another.
 - portable (``--portable``): as upstream's release builds, ggml's CPU backend built once per CPU
   generation as loadable libraries next to the binary, the best one picked at run time.
+- CUDA (``--cuda``): a portable build plus ggml's CUDA backend as one more loadable library. ggml
+  refuses a native CPU backend beside loadable ones, and a loadable CUDA backend is what lets the
+  build start, and pass its smoke test on the CPU, on a machine without a GPU or driver: the
+  library that cannot load is skipped. The toolkit comes from ``server.cuda_toolkit``.
 
 Either way the binary is only cached, and only used, after it passed its smoke test
 (``server.smoke``) on the machine at hand.
@@ -30,10 +34,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx2
 
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
+from server.cuda_toolkit import CudaToolkit, driver_cuda_version, resolve_toolkit
 from server.errors import BuildError
 from server.http import tail_lines
 from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
@@ -59,6 +65,7 @@ PORTABLE_SKIPPED_VARIANTS = ("sapphirerapids",)
 _CPU_VARIANT_TARGET = re.compile(r"^\.\.\. (ggml-cpu-[a-z0-9_]+)\b", re.MULTILINE)
 
 Progress = Callable[[int, str], None]
+Notice = Callable[[str], None]
 # Runs the smoke test on a staged binary: (binary, log path) -> result.
 Verifier = Callable[[Path, Path], SmokeResult]
 
@@ -84,11 +91,14 @@ class BuildResult:
 
 
 def cmake_flags(
-    request: BuildRequest, cpu: CpuInfo | None = None, accepts: Callable[[str], bool] = compiler_accepts
+    request: BuildRequest,
+    cpu: CpuInfo | None = None,
+    accepts: Callable[[str], bool] = compiler_accepts,
+    toolkit: CudaToolkit | None = None,
 ) -> list[str]:
     cpu = cpu or cpu_info()
     flags = list(BASE_CMAKE_FLAGS)
-    if request.portable:
+    if request.portable or request.cuda:
         flags.remove("-DBUILD_SHARED_LIBS=OFF")
         flags += [
             "-DBUILD_SHARED_LIBS=ON",
@@ -105,8 +115,13 @@ def cmake_flags(
             no_amx = " ".join(NO_AMX_FLAGS)
             flags += [f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"]
     if request.cuda:
+        if toolkit is None:
+            raise BuildError("a CUDA build needs a toolkit (server.cuda_toolkit.resolve_toolkit)")
         arch = request.cuda_arch or detect_cuda_arch()
-        flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}", "-DGGML_CUDA_FA=ON"]
+        flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={arch}", "-DGGML_CUDA_FA=ON", *toolkit.cmake_flags()]
+        # The CUDA library finds the toolkit's runtime (libcudart, libcublas) by itself, so the
+        # server starts from any shell, with no LD_LIBRARY_PATH.
+        flags[flags.index("-DCMAKE_INSTALL_RPATH=$ORIGIN")] = f"-DCMAKE_INSTALL_RPATH=$ORIGIN;{toolkit.library_dir}"
     return flags
 
 
@@ -154,10 +169,16 @@ def _git_out(source: Path, *args: str) -> str:
         return ""
 
 
-def build_key(request: BuildRequest, flags: list[str], cpu: CpuInfo | None = None) -> str:
-    """Source + flags, and for a native build this CPU's instruction sets (what it depends on)."""
-    machine = "portable" if request.portable else f"native:{(cpu or cpu_info()).fingerprint}"
-    digest = hashlib.sha256(json.dumps([source_identity(request), flags, machine]).encode()).hexdigest()
+def build_key(
+    request: BuildRequest, flags: list[str], cpu: CpuInfo | None = None, toolkit: CudaToolkit | None = None
+) -> str:
+    """Source + flags, and for a native build this CPU's instruction sets (what it depends on);
+    for a CUDA build the toolkit's release too (a system toolkit upgraded in place keeps its path)."""
+    machine = "portable" if request.portable or request.cuda else f"native:{(cpu or cpu_info()).fingerprint}"
+    parts: list[object] = [source_identity(request), flags, machine]
+    if toolkit is not None:
+        parts.append(toolkit.identity())
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
     return digest[:16]
 
 
@@ -180,11 +201,15 @@ def build_llama_server(
     progress: Progress | None = None,
     *,
     verify: Verifier,
+    notice: Notice | None = None,
+    toolkits_dir: Path | None = None,
 ) -> BuildResult:
+    """``toolkits_dir``: where a downloaded CUDA toolkit is cached (default: beside ``builds_dir``)."""
     started = time.monotonic()
     cpu = cpu_info()
-    flags = cmake_flags(request, cpu)
-    key = build_key(request, flags, cpu)
+    toolkit = _cuda_toolkit(request, toolkits_dir or builds_dir.parent, notice, progress) if request.cuda else None
+    flags = cmake_flags(request, cpu, toolkit=toolkit)
+    key = build_key(request, flags, cpu, toolkit)
     target_dir = builds_dir / key
     binary = target_dir / "llama-server"
     log = target_dir / "build.log"
@@ -199,8 +224,6 @@ def build_llama_server(
             raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=True))
         return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key, smoke=result)
 
-    if request.cuda and shutil.which("nvcc") is None:
-        raise BuildError("--cuda needs the CUDA toolkit (nvcc) on PATH; install it first")
     for tool in ("cmake", "c++"):
         if shutil.which(tool) is None:
             raise BuildError(f"building needs {tool}; install it (e.g. apt install cmake build-essential)")
@@ -211,7 +234,7 @@ def build_llama_server(
         raise BuildError(f"{source_root} has no CMakeLists.txt; point --source at a llama.cpp checkout")
     build_dir = work_dir / f"build-{key}"
     _compile(request, source_root, build_dir, flags, log, progress)
-    staged = _stage(build_dir / "bin", target_dir, portable=request.portable)
+    staged = _stage(build_dir / "bin", target_dir, portable=request.portable or request.cuda)
     result = _verify(verify, staged, target_dir, progress)
     if not result.passed:
         staged.unlink(missing_ok=True)  # never cached, never used
@@ -219,7 +242,7 @@ def build_llama_server(
         raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=False))
     _install(staged, binary)
     records.write(binary, result)
-    _write_build_info(target_dir, request, flags, cpu)
+    _write_build_info(target_dir, request, flags, cpu, toolkit)
     shutil.rmtree(build_dir, ignore_errors=True)
     return BuildResult(binary, log, cached=False, seconds=time.monotonic() - started, key=key, smoke=result)
 
@@ -232,11 +255,21 @@ def _install(staged: Path, binary: Path) -> None:
     os.replace(staged, binary)
 
 
-def _write_build_info(target_dir: Path, request: BuildRequest, flags: list[str], cpu: CpuInfo) -> None:
+def _cuda_toolkit(request: BuildRequest, cache: Path, notice: Notice | None, progress: Progress | None) -> CudaToolkit:
+    if request.cuda_arch is None:
+        detect_cuda_arch()  # fails first, naming both ways out, before anything is downloaded
+    index_url = os.environ.get("LOCALAGENT_PYPI_SIMPLE", PYPI_SIMPLE).rstrip("/")
+    return resolve_toolkit(cache, index_url, notice or (lambda _line: None), progress, driver=driver_cuda_version())
+
+
+def _write_build_info(
+    target_dir: Path, request: BuildRequest, flags: list[str], cpu: CpuInfo, toolkit: CudaToolkit | None
+) -> None:
     info = {
         "source": source_identity(request),
         "flags": flags,
         "portable": request.portable,
+        "cuda": toolkit.describe() if toolkit else None,
         "cpu": {"arch": cpu.arch, "model": cpu.model, "isa_flags": list(cpu.isa_flags)},
         "built_at": time.time(),
     }
@@ -259,9 +292,12 @@ def _compile(
             ["cmake", "--build", str(build_dir), "--target", "help"], capture_output=True, text=True, check=False
         ).stdout
         targets = ["llama-server", *worker_target(listing)]
-        if request.portable:
-            # The CPU variants are loadable modules nothing links against: name them.
+        if request.portable or request.cuda:
+            # The CPU variants and the CUDA backend are loadable modules nothing links against:
+            # name them.
             targets += portable_cpu_targets(listing)
+        if request.cuda:
+            targets += ["ggml-cuda"]
         _run_logged(
             ["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(jobs)],
             log_file,
@@ -323,14 +359,16 @@ def fetch_sdist(work_dir: Path, progress: Progress | None = None) -> Path:
     index_url = os.environ.get("LOCALAGENT_PYPI_SIMPLE", PYPI_SIMPLE).rstrip("/")
     try:
         with httpx2.Client(timeout=httpx2.Timeout(30.0, read=120.0), follow_redirects=True) as client:
-            index = client.get(f"{index_url}/{SDIST_NAME}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+            page = f"{index_url}/{SDIST_NAME}/"
+            index = client.get(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
             index.raise_for_status()
             wanted = f"{SDIST_NAME.replace('-', '_')}-{SDIST_VERSION}.tar.gz"
             entry = next((f for f in index.json()["files"] if f["filename"] == wanted), None)
             if entry is None:
                 raise BuildError(f"{wanted} is not on {index_url}; pass --source DIR with a llama.cpp checkout")
             archive = work_dir / wanted
-            _download(client, entry["url"], archive, entry["hashes"]["sha256"], progress)
+            # A mirror may give URLs relative to the index page (PEP 691 allows it).
+            _download(client, urljoin(page, entry["url"]), archive, entry["hashes"]["sha256"], progress)
     except httpx2.HTTPError as exc:
         raise BuildError(
             f"cannot download {SDIST_NAME}=={SDIST_VERSION} from {index_url} ({exc}); "
