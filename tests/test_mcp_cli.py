@@ -139,7 +139,7 @@ def test_mcp_list_tools_and_approve(la_env):
     listed = la_env.run("mcp", "list", "--json")
     assert listed.code == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert (rows["echo"]["state"], rows["echo"]["tool_count"], rows["echo"]["transport"]) == ("ready", 8, "stdio")
+    assert (rows["echo"]["state"], rows["echo"]["tool_count"], rows["echo"]["transport"]) == ("ready", 9, "stdio")
     assert rows["proj"]["state"] == "needs approval" and rows["proj"]["source"] == "project"
     assert "'bad'" in listed.stderr and "unknown type 'ftp'" in listed.stderr
 

@@ -18,7 +18,7 @@ from tools.base import ToolContext
 from tools.mcp import McpManager, ServerConfig, load_config_file
 
 ECHO_SERVER = Path(__file__).parent / "mcp_servers" / "echo_server.py"
-ECHO_TOOLS = {"echo", "fail", "sleep", "huge", "crash", "env", "header", "mixed"}
+ECHO_TOOLS = {"echo", "fail", "sleep", "huge", "crash", "env", "header", "mixed", "plan_trip"}
 
 
 def stdio(name: str = "echo", **overrides) -> ServerConfig:

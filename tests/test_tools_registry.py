@@ -108,3 +108,58 @@ def test_cut_middle_single_huge_line() -> None:
     assert cut is not None
     assert len(cut.head) == 50 and len(cut.tail) == 50
     assert cut.cut_chars == 900
+
+
+# -- the schema the model is told -------------------------------------------------------------------
+
+
+def test_declared_schemas_inline_references_and_fold_optional_types() -> None:
+    from tools.schema_inline import declared_schema
+
+    schema = {
+        "$defs": {"Stop": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+        "type": "object",
+        "properties": {
+            "stops": {"type": "array", "items": {"$ref": "#/$defs/Stop"}},
+            "first": {"anyOf": [{"$ref": "#/$defs/Stop"}, {"type": "null"}], "description": "optional"},
+            "note": {"type": ["string", "null"]},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        },
+    }
+    plain = declared_schema(schema)
+    stop = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    assert plain["properties"]["stops"]["items"] == stop
+    assert plain["properties"]["first"] == {**stop, "description": "optional", "nullable": True}
+    assert plain["properties"]["note"] == {"type": "string", "nullable": True}
+    # A real choice between two types is left as it is.
+    assert plain["properties"]["either"] == schema["properties"]["either"]
+    assert "$defs" not in plain and "$ref" not in str(plain)
+    assert "$defs" in schema  # the tool's own schema, which validates arguments, is untouched
+
+
+def test_a_schema_that_refers_to_itself_ends_as_a_plain_object() -> None:
+    from tools.schema_inline import declared_schema
+
+    tree = {
+        "$defs": {"Node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node",
+    }
+    plain = declared_schema(tree)
+    depth, node = 0, plain
+    while "properties" in node:
+        node, depth = node["properties"]["child"], depth + 1
+    assert node == {"type": "object"} and 3 < depth < 20
+
+
+def test_the_tool_list_declares_the_plain_schema_and_validation_keeps_the_original() -> None:
+    from tools.registry import openai_tool_specs
+    from tools.schema_validation import validate_arguments
+
+    class Optional_:
+        name = "pick"
+        description = "pick one"
+        parameters = {"type": "object", "properties": {"n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+
+    spec = openai_tool_specs([Optional_()])[0]["function"]["parameters"]
+    assert spec["properties"]["n"] == {"type": "integer", "nullable": True}
+    assert validate_arguments("pick", Optional_.parameters, {"n": None}) is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -13,6 +12,7 @@ from tools.edit_tool import EditTool
 from tools.glob_tool import GlobTool
 from tools.grep_tool import GrepTool
 from tools.insert_tool import InsertTool
+from tools.schema_inline import declared_schema
 from tools.view_tool import ViewTool
 
 
@@ -46,8 +46,9 @@ def openai_tool_specs(tools: Sequence[DeclaredTool] | None = None) -> list[dict[
             "function": {
                 "name": tool.name,
                 "description": tool.description,
-                # A copy, so callers that tweak the spec cannot alter the tool's own schema.
-                "parameters": copy.deepcopy(tool.parameters),
+                # A new dict (callers that tweak the spec cannot alter the tool's own schema), in
+                # the plain form templates render: references inlined, optional types folded.
+                "parameters": declared_schema(tool.parameters),
             },
         }
         for tool in chosen

@@ -1,20 +1,24 @@
 """A small MCP server for the tests: `python echo_server.py [stdio | http PORT | sse PORT]`.
 
 Its tools cover what the client must handle: plain text, tool errors, slow calls, huge output,
-mixed content, a server that dies mid-call, and the environment the server was given.
+mixed content, a server that dies mid-call, the environment the server was given, and a schema
+with nested models, enums, arrays and optional fields (as type hints generate it: $defs and anyOf).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import sys
+from typing import Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, ImageContent, TextContent, TextResourceContents
+from pydantic import BaseModel, Field
 
 server = MCPServer("echo")
 
@@ -80,6 +84,24 @@ def mixed() -> list[TextContent | ImageContent | EmbeddedResource]:
         ImageContent(data=PIXEL, mime_type="image/png"),
         EmbeddedResource(resource=TextResourceContents(uri="file:///notes.txt", text="notes", mime_type="text/plain")),
     ]
+
+
+class Stop(BaseModel):
+    city: str = Field(description="where to stop")
+    nights: int = 1
+
+
+class TripOptions(BaseModel):
+    travel_mode: Literal["car", "train", "ferry"]
+    budget_eur: float | None = None
+
+
+@server.tool()
+def plan_trip(stops: list[Stop], options: TripOptions, tags: list[str] | None = None) -> str:
+    """Plan a trip through the stops; answers with the plan as JSON."""
+    return json.dumps(
+        {"stops": [s.model_dump() for s in stops], "options": options.model_dump(), "tags": tags}, ensure_ascii=False
+    )
 
 
 def main(argv: list[str]) -> None:
