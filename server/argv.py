@@ -146,6 +146,10 @@ def _add_resources(out: _ArgvBuilder, notes: list[str]) -> None:
         out.add("--tensor-split", ",".join(f"{share:g}" for share in profile.tensor_split))
     if profile.gpu_layers is not None:
         out.add("-ngl", profile.gpu_layers)
+    if profile.gpu_layers not in (None, 0) and caps.has("--fit"):
+        # llama.cpp sizes what the profile leaves unset to the card's free memory, keeping a
+        # margin (see `localagent server plan` for the figures before anything loads).
+        out.add("--fit", "on")
     spec = profile.speculative
     if spec.draft_gpu_layers is not None:
         out.add("--spec-draft-ngl", spec.draft_gpu_layers, needs="draft model GPU offload")

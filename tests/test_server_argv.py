@@ -18,9 +18,10 @@ MAIN = Path("models/gemma-4-31B-it-Q4_K_S.gguf")
 DRAFT = Path("models/gemma4-31b-it-dflash-Q5_K_M.gguf")
 BIN = Path("llama-server")
 
-# The recipe's two command lines, verbatim except the host (localagent binds loopback by default).
+# The recipe's two command lines, verbatim except the host (localagent binds loopback by default)
+# and `--fit on`: both binaries fit by default, and a GPU profile says so in its command.
 RECIPE_BASELINE = (
-    "llama-server -m models/gemma-4-31B-it-Q4_K_S.gguf --host 127.0.0.1 --port 8910 -np 1 -ngl all "
+    "llama-server -m models/gemma-4-31B-it-Q4_K_S.gguf --host 127.0.0.1 --port 8910 -np 1 -ngl all --fit on "
     "-b 2048 -ub 512 --ctx-size 32768 --cache-type-k q5_0 --cache-type-v q4_1 --flash-attn on "
     "--jinja --metrics --log-timestamps --log-prefix --reasoning off "
     "--temp 0.7 --top-k 64 --top-p 0.95 --min-p 0.0"
@@ -28,7 +29,7 @@ RECIPE_BASELINE = (
 RECIPE_DFLASH = (
     "llama-server -m models/gemma-4-31B-it-Q4_K_S.gguf "
     "--spec-draft-model models/gemma4-31b-it-dflash-Q5_K_M.gguf --spec-type dflash --spec-dflash-cross-ctx 1024 "
-    "--host 127.0.0.1 --port 8910 -np 1 --kv-unified -ngl all --spec-draft-ngl all -b 2048 -ub 512 "
+    "--host 127.0.0.1 --port 8910 -np 1 --kv-unified -ngl all --fit on --spec-draft-ngl all -b 2048 -ub 512 "
     "--ctx-size 32768 --flash-attn on --cache-ram 0 --jinja --no-mmap --mlock --no-host --metrics "
     "--log-timestamps --log-prefix --reasoning off --temp 0.7 --top-k 64 --top-p 0.95 --min-p 0.0"
 )
@@ -75,6 +76,12 @@ def test_dflash_profile_on_old_beellama_is_the_recipe_command(beellama):
 def test_baseline_profile_is_the_recipe_command_on_both(upstream, beellama):
     assert plan_for("gemma4-31b", beellama).shell() == RECIPE_BASELINE
     assert plan_for("gemma4-31b", upstream).shell() == RECIPE_BASELINE
+
+
+def test_fit_goes_only_to_gpu_profiles_on_binaries_that_have_it(upstream):
+    assert "--fit" not in plan_for("tiny", upstream).argv  # gpu_layers = 0: nothing to fit
+    no_fit = parse_help((FIXTURES / "llama-server-b11434-help.txt").read_text().replace("--fit [on|off]", ""))
+    assert "--fit" not in plan_for("gemma4-31b", no_fit).argv
 
 
 def test_dflash_profile_on_upstream_uses_draft_dflash(upstream):
