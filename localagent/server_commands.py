@@ -152,7 +152,7 @@ def cmd_which(args: argparse.Namespace) -> int:
     manager = ctx.server_manager()
     found = manager.binary()
     caps = manager.capabilities(found.path)
-    from server.build import smoke_records_dir
+    from server.build import build_info, smoke_records_dir
     from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
 
     records = SmokeRecords(smoke_records_dir(ctx.paths.server_dirs().builds))
@@ -175,6 +175,9 @@ def cmd_which(args: argparse.Namespace) -> int:
         **caps.summary(),
         "smoke_test": None if smoke is None else ("passed" if smoke.passed else "failed"),
     }
+    info = build_info(found.path)
+    summary["patches"] = info.get("patches", []) if info else None
+    summary["cuda"] = info.get("cuda") if info else None
     if args.json:
         out.print_json(json.dumps(summary))
         return 0
@@ -187,6 +190,11 @@ def cmd_which(args: argparse.Namespace) -> int:
     flags = summary["flags"]
     assert isinstance(flags, dict)
     out.print("flags:      " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in flags.items()))
+    if info is None:
+        out.print("patches:    unknown: not built by localagent (per-request speculation is probed when it starts)")
+    else:
+        out.print(f"patches:    {', '.join(info.get('patches') or []) or 'none'}")
+        out.print(f"CUDA:       {escape(str(info.get('cuda') or 'no'))}", soft_wrap=True)
     out.print(f"smoke test: {escape(smoke_text)}", soft_wrap=True)
     if smoke is not None and not smoke.passed:
         return 1

