@@ -45,12 +45,19 @@ async def stream_completion(
     tools: list[dict[str, Any]],
     n_ctx: int | None,
     sampling: dict[str, Any],
+    extra: dict[str, Any] | None = None,
 ) -> AsyncIterator[Event | StepResult]:
     """Text, reasoning, progress and metrics events as they stream in; ``.result`` is the reply."""
     # The history and the tool schemas travel in extra_body, which the SDK merges into the JSON
     # as it is. Passed as typed parameters, the SDK walks every message and schema on every
     # request (tens of ms once the history is long): that would be the agent's largest overhead.
-    body: dict[str, Any] = {"messages": messages, "timings_per_token": True, "return_progress": True, **sampling}
+    body: dict[str, Any] = {
+        "messages": messages,
+        "timings_per_token": True,
+        "return_progress": True,
+        **sampling,
+        **(extra or {}),
+    }
     if tools:
         body["tools"] = tools
     stream = await client.chat.completions.create(

@@ -111,6 +111,16 @@ class Metrics(Event):
 
 
 @dataclass(frozen=True)
+class SpeculationChosen(Event):
+    """The drafting this request asks the server for, and why (see agent.speculation_policy)."""
+
+    kind: str
+    n_max: int | None  # None: the server's own settings; 0: no drafting
+    reason: str
+    type: str = field(init=False, default="speculation")
+
+
+@dataclass(frozen=True)
 class PromptProgress(Event):
     """The server is reading the prompt: ``processed`` of ``total`` tokens (``cache`` reused)."""
 

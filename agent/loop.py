@@ -38,6 +38,7 @@ from agent.events import (
     Notice,
     RequestRecorded,
     RequestSetup,
+    SpeculationChosen,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
@@ -45,6 +46,7 @@ from agent.events import (
 )
 from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call
 from agent.sandbox_modes import sandbox_for
+from agent.speculation_policy import SpeculationPolicy
 from agent.tool_calls import (
     AgentTool,
     ToolCall,
@@ -80,6 +82,9 @@ class AgentConfig:
     compact_threshold: float = 0.8
     headless: bool = False
     sampling: dict[str, Any] = field(default_factory=dict)
+    # Drafting chosen per request; None: the server's own settings for every request (a server
+    # that does not honour per-request limits, or `agent.speculation = "server"`).
+    speculation: SpeculationPolicy | None = None
 
 
 Recover = Callable[[], Awaitable[bool]]
@@ -248,8 +253,12 @@ class Agent:
     async def _request(self) -> AsyncIterator[Event | StepResult]:
         """One model request, retried once: after compacting a context the server found full,
         or after the server came back from a failure."""
+        policy = self.config.speculation
         for attempt in (1, 2):
             sent, started = len(self.messages), time.monotonic()
+            choice = policy.choose(self.messages) if policy is not None else None
+            if choice is not None:
+                yield self._emit(SpeculationChosen(choice.kind, choice.n_max, choice.reason))
             completion = stream_completion(
                 self.client,
                 model=self.config.model,
@@ -257,6 +266,7 @@ class Agent:
                 tools=self.tool_specs,
                 n_ctx=self.n_ctx,
                 sampling=self.config.sampling,
+                extra=choice.request_fields() if choice is not None else None,
             )
             try:
                 async for event in completion:
@@ -276,6 +286,8 @@ class Agent:
                 raise _RequestFailed(f"the model server failed mid-request ({api_message(exc)})") from None
             except openai.APIError as exc:
                 raise _RequestFailed(f"the model server returned an error: {api_message(exc)}") from None
+            if policy is not None and choice is not None:
+                policy.observe(choice, completion.result.timings)
             self._account(completion.result)
             self._record(sent, completion.result, time.monotonic() - started)
             yield completion.result

@@ -21,6 +21,7 @@ from agent.prompt import system_prompt
 from agent.sandbox_modes import sandbox_for
 from agent.session_resume import messages_from_events
 from agent.session_store import SessionStore, SessionWriter
+from agent.speculation_policy import SpeculationPolicy
 from localagent.agent_options import (
     AgentOptions,  # also imported from here with build_agent
 )
@@ -172,8 +173,21 @@ async def build_agent(
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
     tool_ctx.before_write = checkpoints.preserve_before_write
     tools = cast("list[AgentTool]", [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])])
+    speculation = await speculation_policy(ctx, base_url)
     agent = assemble_agent(
-        ctx, options, client, tools, tool_ctx, policy, n_ctx, handle, history, writer, checkpoints, model=model
+        ctx,
+        options,
+        client,
+        tools,
+        tool_ctx,
+        policy,
+        n_ctx,
+        handle,
+        history,
+        writer,
+        checkpoints,
+        model=model,
+        speculation=speculation,
     )
     notes += [note for note in (sandbox_note(sandbox), checkpoints.notice) if note]
     return AgentRuntime(
@@ -189,6 +203,17 @@ async def build_agent(
         model=model,
         rules=None if options.headless else ConfigRuleStore.for_workspace(ctx.paths, ctx.workspace),
     )
+
+
+async def speculation_policy(ctx: AppContext, base_url: str) -> SpeculationPolicy | None:
+    """Per-request drafting where the server honours it (one probe request), unless configured off."""
+    if ctx.settings.agent.speculation != "auto":
+        return None
+    from server.speculation_probe import honours_request_limits
+
+    if await honours_request_limits(server_root(base_url), ctx.settings.server.api_key):
+        return SpeculationPolicy()
+    return None
 
 
 def permission_policy(ctx: AppContext, options: AgentOptions) -> tuple[PermissionPolicy, SandboxPolicy]:
@@ -252,6 +277,7 @@ def assemble_agent(
     checkpoints: CheckpointStore,
     *,
     model: str = "local",
+    speculation: SpeculationPolicy | None = None,
 ) -> Agent:
     """The agent loop, recording every event to the session and checkpointing before each turn."""
     settings = ctx.settings.agent
@@ -278,6 +304,7 @@ def assemble_agent(
             compact_threshold=settings.compact_threshold,
             headless=options.headless,
             sampling=request_sampling(ctx, options),
+            speculation=speculation,
         ),
         n_ctx=n_ctx,
         recover=make_recover(handle),

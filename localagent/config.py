@@ -9,7 +9,7 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
@@ -77,6 +77,9 @@ class AgentSettings(BaseModel):
     # Bash commands may open TCP connections (package installs, API calls); off by default.
     sandbox_network: bool = False
     instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
+    # "auto": drafting chosen per request where the server honours it (agent.speculation_policy);
+    # "server": the server's own settings for every request.
+    speculation: Literal["auto", "server"] = "auto"
     permissions: PermissionSettings = PermissionSettings()
 
 

@@ -17,6 +17,7 @@ from agent.events import (
     Event,
     Metrics,
     Notice,
+    SpeculationChosen,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
@@ -111,6 +112,9 @@ class HeadlessRunner:
             self._progress(f"  {status} in {event.duration_s:.1f} s")
             for path in event.metadata.get("files_changed", []) or []:
                 self._changed.add(str(path))
+        elif isinstance(event, SpeculationChosen):
+            self.summary.speculation = event.reason
+            self.summary.requests_without_drafts += event.n_max == 0
         elif isinstance(event, Notice):
             self._progress(f"note: {event.text}")
         elif isinstance(event, ErrorEvent):

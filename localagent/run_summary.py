@@ -37,6 +37,10 @@ class RunSummary:
     accepted: int | None = None
     duration_s: float = 0.0
     session_id: str | None = None
+    # Per-request drafting (agent.speculation_policy): the last choice and its reason, and how
+    # many requests went without drafts; None where the server's own settings served every request.
+    speculation: str | None = None
+    requests_without_drafts: int = 0
 
     @property
     def acceptance(self) -> float | None:

@@ -56,7 +56,9 @@ def test_a_replay_sends_the_sessions_requests_in_order_with_their_exact_messages
     out = la_env.workspace / "replay"
     # A warm-up answer, then one per replayed request.
     with ScriptedModelServer(["warm"] + ["replayed"] * 4, speculative=True) as srv:
-        result = la_env.run("bench", "--replay", str(session_file), "--base-url", f"again={srv.url}", "--out", str(out))
+        result = la_env.run(
+            "bench", "--replay", str(session_file), "--base-url", f"again={srv.url}", "--runs", "1", "--out", str(out)
+        )
         replayed = list(srv.requests)[1:]
     assert result.code == 0, result.stderr
     assert [body["messages"] for body in replayed] == [body["messages"] for body in original]
@@ -340,7 +342,6 @@ def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--runs", "2"), "does not take --runs"),
         (("--prompts", "p.txt"), "does not take --prompts"),
     ],
 )
@@ -488,3 +489,57 @@ def test_the_report_names_the_noise_it_can_see_in_prefill() -> None:
     assert "prefill is the same work on both" in text and "100%" in text
     same = TargetResult("spec", "profile", model="m.gguf", requests=[row("request 001", 1000, 0, 10, 0.5, 2.5)])
     assert "noise" not in "\n".join(_reading_section(summarize_replay(session, [slow, same])))
+
+
+# -- runs --------------------------------------------------------------------------------------------
+
+
+def test_replays_repeat_interleaved_and_report_median_and_spread(la_env) -> None:
+    """Three runs by default, the targets interleaved (A B, B A, A B); each target's speedups over
+    the runs, and a verdict when the runs disagree more than the targets differ."""
+    session_file, _ = record_session(la_env)
+    order: list[str] = []
+
+    def answering(name: str):
+        def turn(_body: dict) -> ScriptedTurn:
+            order.append(name)
+            return ScriptedTurn(text="replayed answer " * 4)
+
+        return turn
+
+    out = la_env.workspace / "runs"
+    with (
+        ScriptedModelServer([answering("slow")] * 15, tokens_per_second=40) as slow,
+        ScriptedModelServer([answering("fast")] * 15, tokens_per_second=160) as fast,
+    ):
+        result = la_env.run(
+            "bench", "--replay", str(session_file), "--base-url", f"slow={slow.url}", f"fast={fast.url}",
+            "--out", str(out), timeout=300,
+        )  # fmt: skip
+    assert result.code == 0, result.stderr
+    # A warm-up and four requests per pass: slow, fast | fast, slow | slow, fast.
+    blocks = [order[i] for i in range(0, len(order), 5)]
+    assert blocks == ["slow", "fast", "fast", "slow", "slow", "fast"], order
+    runs = json.loads((out / "results.json").read_text())["replay_runs"]
+    assert runs["runs"] == 3 and len(runs["per_run"]) == 2
+    base, faster = runs["targets"]
+    assert base["session_speedup"] is None  # the baseline is 1× by definition
+    speedups = faster["session_speedup"]
+    assert len(speedups["values"]) == 3 and speedups["low"] <= speedups["median"] <= speedups["high"]
+    # The scripted servers answer as fast as each other in wall time; their reported rates differ 4×.
+    assert faster["token_speedup"]["median"] > 2
+    inconclusive = speedups["high"] - speedups["low"] > abs(speedups["median"] - 1)
+    assert faster["inconclusive"] is inconclusive
+    assert ("this replay cannot say which is faster" in result.stdout) is inconclusive
+    assert "over 3 runs (interleaved)" in result.stdout
+    assert "## Over 3 runs" in (out / "report.md").read_text()
+
+
+def test_a_spread_wider_than_the_difference_is_called_inconclusive() -> None:
+    from server.bench.replay_runs import Spread, TargetRuns, interleaved
+
+    seconds = Spread((1.0,))
+    assert TargetRuns("x", Spread((0.83, 1.10, 1.61)), None, seconds).inconclusive
+    assert not TargetRuns("x", Spread((1.40, 1.50, 1.55)), None, seconds).inconclusive
+    assert not TargetRuns("x", Spread((1.2,)), None, seconds).inconclusive  # one run: nothing to compare
+    assert [interleaved("AB", run) for run in range(3)] == [["A", "B"], ["B", "A"], ["A", "B"]]

@@ -43,6 +43,8 @@ class LiveMetrics:
     acceptance_by_position: tuple[float, ...] = ()
     server_acceptance: float | None = None
     engine: str = "llama.cpp"  # whose /metrics these are: vLLM and SGLang count drafts only in total
+    # What the agent asked of the server for the latest request, and why, in one line.
+    speculation_choice: str | None = None
     # From the supervisor (managed server) or the poller (attached server).
     server_state: str = "starting"
     restarts: int = 0

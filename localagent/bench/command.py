@@ -148,12 +148,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.binary = str(found.path)
         results.binary_version = plan.manager.capabilities(found.path).version
 
+    if isinstance(plan.workload, ReplayWorkload):
+        runs = _replay_runs(plan)
+        results.targets = runs[0]
+        results.finished_at = _now()
+        return replay_command.finish_replay(
+            args, plan.sweep, plan.workload, results, plan.out_dir, plan.ctx.paths.user_config_file, runs
+        )
     results.targets = _run_with_progress(plan)
     results.finished_at = _now()
-    if isinstance(plan.workload, ReplayWorkload):
-        return replay_command.finish_replay(
-            args, plan.sweep, plan.workload, results, plan.out_dir, plan.ctx.paths.user_config_file
-        )
     summary = summarize(results.targets, [p.name for p in plan.prompts])
 
     save_error: BenchInputError | None = None
@@ -180,7 +183,10 @@ def _prepare(args: argparse.Namespace) -> _Plan:
         raise UsageError(f"{'--grid' if args.grid else '--save'} goes with --sweep")
     replay_command.check_arguments(args)
     prompts = load_prompts(args.prompts) if args.prompts is not None else DEFAULT_PROMPTS
-    runs = args.runs or (sweep.SWEEP_RUNS if args.sweep or args.replay else DEFAULT_RUNS)
+    if args.replay is not None:
+        runs = args.runs or (1 if args.sweep else replay_command.DEFAULT_REPLAY_RUNS)
+    else:
+        runs = args.runs or (sweep.SWEEP_RUNS if args.sweep else DEFAULT_RUNS)
     max_tokens = args.max_tokens or (sweep.SWEEP_MAX_TOKENS if args.sweep else DEFAULT_MAX_TOKENS)
     if not 0 <= args.load <= 256:
         raise UsageError(f"--load {args.load}: give a number of neighbour processes from 0 to 256")
@@ -301,6 +307,21 @@ class _ProgressObserver:
             if result.acceptance is not None:
                 detail += f", accept {result.acceptance * 100:.0f}%"
         self.progress.update(self.task, advance=steps, detail=detail)  # type: ignore[arg-type]  # rich's TaskID is an int at run time
+
+
+def _replay_runs(plan: _Plan) -> list[list[TargetResult]]:
+    """The replay ``runs`` times, the targets interleaved run by run (A B, B A, ...) so that drift
+    in the machine's speed hits them alike; each run's results in the targets' given order."""
+    from dataclasses import replace
+
+    from server.bench.replay_runs import interleaved
+
+    runs = []
+    for run in range(plan.settings.runs):
+        got = _run_with_progress(replace(plan, targets=interleaved(plan.targets, run)))
+        by_label = {target.label: target for target in got}
+        runs.append([by_label[target.label] for target in plan.targets])
+    return runs
 
 
 def _run_with_progress(plan: _Plan) -> list[TargetResult]:

@@ -17,10 +17,12 @@ from localagent.bench import replay_report
 from localagent.bench.formatting import fmt_speedup
 from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
 from localagent.bench.replay_chart import write_replay_chart
+from localagent.console import out
 from localagent.errors import UsageError
 from server.bench.replay_plan import ReplaySession, ReplaySettings, ReplayWorkload
+from server.bench.replay_runs import TargetRuns, summarize_runs
 from server.bench.replay_summary import ReplaySummary, summarize_replay
-from server.bench.results import BenchResults
+from server.bench.results import BenchResults, TargetResult
 from server.errors import BenchInputError
 
 REPLAY_HELP = "replay the model requests of a saved session (an id, 'last' or a .jsonl file)"
@@ -37,6 +39,8 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
 
 
 KEEP_SESSION_TEMPERATURE = "session"
+# Passes over the session per target, interleaved: one pass says little on a busy machine.
+DEFAULT_REPLAY_RUNS = 3
 
 
 def _temperature(text: str) -> float | str:
@@ -59,8 +63,6 @@ def check_arguments(args: argparse.Namespace) -> None:
         return
     if args.prompts is not None:
         raise UsageError("--replay sends the session's own requests; it does not take --prompts")
-    if args.runs is not None:
-        raise UsageError("--replay is one pass over the session, in order; it does not take --runs")
 
 
 def replay_workload(args: argparse.Namespace, store: SessionStore) -> ReplayWorkload:
@@ -104,10 +106,27 @@ def session_record(session: ReplaySession) -> dict[str, Any]:
     }
 
 
-def write_outputs(out_dir: Path, results: BenchResults, workload: ReplayWorkload, summary: ReplaySummary) -> None:
-    data = {"results": results.to_json(), "replay_summary": asdict(summary)}
+def write_outputs(
+    out_dir: Path,
+    results: BenchResults,
+    workload: ReplayWorkload,
+    summary: ReplaySummary,
+    spreads: list[TargetRuns] | None = None,
+    runs: list[list[TargetResult]] | None = None,
+) -> None:
+    data: dict[str, Any] = {"results": results.to_json(), "replay_summary": asdict(summary)}
+    if spreads is not None and runs is not None:
+        data["replay_runs"] = {
+            "runs": len(runs),
+            "order": "interleaved: the targets as given, then reversed, run by run",
+            "targets": [replay_report.spread_json(spread) for spread in spreads],
+            "per_run": [[target.to_json() for target in run] for run in runs[1:]],
+        }
     (out_dir / "results.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    (out_dir / "report.md").write_text(replay_report.render_markdown(results, workload, summary))
+    markdown = replay_report.render_markdown(results, workload, summary)
+    if spreads is not None and runs is not None and len(runs) > 1:
+        markdown += replay_report.runs_markdown(spreads, len(runs))
+    (out_dir / "report.md").write_text(markdown)
     title = f"replay of {summary.session}: {' vs '.join(summary.targets)}"
     if results.sweep:
         title = f"--sweep {results.sweep.get('base')} on a replay of {summary.session}"
@@ -123,8 +142,10 @@ def finish_replay(
     results: BenchResults,
     out_dir: Path,
     config_file: Path,
+    runs: list[list[TargetResult]] | None = None,
 ) -> int:
     summary = summarize_replay(workload.session, results.targets)
+    spreads = summarize_runs([summarize_replay(workload.session, targets) for targets in runs or [results.targets]])
     save_error: BenchInputError | None = None
     if sweep_plan is not None:
         # On agent traffic the setting to keep is the one that spends the least model time on the session.
@@ -135,8 +156,12 @@ def finish_replay(
         )
         winner = next((v for v in sweep_plan.variants if best is not None and v.label == best.target), None)
         save_error = record_sweep(results, sweep_plan, winner, f"a replay of {summary.session}", args.save, config_file)
-    write_outputs(out_dir, results, workload, summary)
+    write_outputs(out_dir, results, workload, summary, spreads, runs)
     print_wide(replay_report.terminal_table(summary))
+    if runs is not None and len(runs) > 1:
+        print_wide(replay_report.runs_table(spreads, len(runs)))
+        for line in replay_report.runs_verdicts(spreads):
+            out.print(escape(line), soft_wrap=True)
     return print_ending(results, out_dir, _sweep_line(results, summary) if results.sweep else None, save_error)
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from localagent.bench import report
 from localagent.bench.formatting import fmt_count, fmt_pct, fmt_seconds, fmt_speedup, fmt_tps
 from server.bench.replay_plan import ReplayWorkload
+from server.bench.replay_runs import Spread, TargetRuns
 from server.bench.replay_summary import ReplaySummary, ReplayTotals
 from server.bench.results import BenchResults
 
@@ -248,3 +249,77 @@ def _requests_section(results: BenchResults, workload: ReplayWorkload) -> list[s
             )
     lines.extend(["", "</details>", ""])
     return lines
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+
+
+def _spread_text(spread: Spread | None) -> str:
+    if spread is None:
+        return "-"
+    if len(spread.values) == 1:
+        return fmt_speedup(spread.median)
+    return f"{fmt_speedup(spread.median)} [{spread.low:.2f}–{spread.high:.2f}]"
+
+
+def runs_table(spreads: list[TargetRuns], runs: int) -> Table:
+    table = Table(title=f"over {runs} runs (interleaved): median [lowest–highest]", title_justify="left")
+    table.add_column("target", overflow="fold")
+    for name in ("model s", "session×", "token×"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for spread in spreads:
+        seconds = spread.model_seconds
+        table.add_row(
+            escape(spread.target),
+            f"{fmt_seconds(seconds.median)} [{seconds.low:.2f}–{seconds.high:.2f}]",
+            _spread_text(spread.session),
+            _spread_text(spread.token),
+        )
+    return table
+
+
+def runs_verdicts(spreads: list[TargetRuns]) -> list[str]:
+    """One line per target whose runs disagree more than its median differs from 1×."""
+    return [
+        f"{spread.target}: the runs spread ({spread.session.low:.2f}–{spread.session.high:.2f}×) wider than the "
+        f"difference from the baseline ({spread.session.median:.2f}×): this replay cannot say which is faster"
+        for spread in spreads
+        if spread.inconclusive and spread.session is not None
+    ]
+
+
+def spread_json(spread: TargetRuns) -> dict:
+    def one(s: Spread | None) -> dict | None:
+        return None if s is None else {"median": s.median, "low": s.low, "high": s.high, "values": list(s.values)}
+
+    return {
+        "target": spread.target,
+        "session_speedup": one(spread.session),
+        "token_speedup": one(spread.token),
+        "model_seconds": one(spread.model_seconds),
+        "inconclusive": spread.inconclusive,
+    }
+
+
+def runs_markdown(spreads: list[TargetRuns], runs: int) -> str:
+    lines = [
+        "",
+        f"## Over {runs} runs",
+        "",
+        "The targets ran interleaved (as listed, then reversed, run by run), each run measured against the "
+        "first target on its own. The table above is the first run; these are the median and the lowest "
+        "and highest over the runs.",
+        "",
+        "| target | model s | session× | token× |",
+        "|---|---:|---:|---:|",
+    ]
+    for spread in spreads:
+        seconds = spread.model_seconds
+        lines.append(
+            f"| {report.md(spread.target)} | {seconds.median:.2f} [{seconds.low:.2f}–{seconds.high:.2f}] "
+            f"| {_spread_text(spread.session)} | {_spread_text(spread.token)} |"
+        )
+    verdicts = runs_verdicts(spreads)
+    if verdicts:
+        lines += ["", *[f"- {report.md(line)}" for line in verdicts]]
+    return "\n".join(lines) + "\n"

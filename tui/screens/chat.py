@@ -38,6 +38,7 @@ from agent.events import (
     Notice,
     PromptProgress,
     ReasoningDelta,
+    SpeculationChosen,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -317,6 +318,8 @@ class ChatScreen(SlashCommands, Screen[None]):
             self.metrics.record(event)
         elif isinstance(event, PromptProgress):
             self.metrics.reading(event.processed, event.total)
+        elif isinstance(event, SpeculationChosen):
+            self.metrics.speculation(event.reason)
         elif isinstance(event, ReasoningDelta):
             await conversation.write_reasoning(terminal_safe(event.text))
         elif isinstance(event, ToolCallStarted):

@@ -84,6 +84,10 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         self.model.record(metrics, time.monotonic() if now is None else now)
         self._dirty = True
 
+    def speculation(self, reason: str) -> None:
+        self.model.speculation_choice = reason
+        self._dirty = True
+
     def reading(self, processed: int, total: int, now: float | None = None) -> None:
         self.model.reading(processed, total, time.monotonic() if now is None else now)
         self._dirty = True
@@ -193,6 +197,9 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         if m.mean_accepted_length is not None:
             text.append("\nmean accepted length ", style="dim")
             text.append(f"{m.mean_accepted_length:.2f}", style="bold")
+        if m.speculation_choice:
+            text.append("\n")
+            text.append(m.speculation_choice, style="dim")
         if m.server_acceptance is not None:
             text.append("\nserver total ", style="dim")
             text.append(formatting.percent(m.server_acceptance))
