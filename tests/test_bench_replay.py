@@ -543,3 +543,26 @@ def test_a_spread_wider_than_the_difference_is_called_inconclusive() -> None:
     assert not TargetRuns("x", Spread((1.40, 1.50, 1.55)), None, seconds).inconclusive
     assert not TargetRuns("x", Spread((1.2,)), None, seconds).inconclusive  # one run: nothing to compare
     assert [interleaved("AB", run) for run in range(3)] == [["A", "B"], ["B", "A"], ["A", "B"]]
+
+
+def test_per_request_runs_the_agents_choices_beside_the_same_server_with_fixed_settings(la_env) -> None:
+    session_file, _ = record_session(la_env)
+    out = la_env.workspace / "per-request"
+    with (
+        ScriptedModelServer(["warm"] + ["base"] * 4) as base,
+        ScriptedModelServer(["warm"] + ["fixed"] * 4 + ["warm"] + ["chosen"] * 4, speculative=True) as spec,
+    ):
+        result = la_env.run(
+            "bench", "--replay", str(session_file), "--base-url", f"base={base.url}", f"spec={spec.url}",
+            "--per-request", "--runs", "1", "--out", str(out), timeout=300,
+        )  # fmt: skip
+        bodies = [body for body in spec.requests if body.get("messages")]
+    assert result.code == 0, result.stderr
+    fixed, chosen = bodies[1:5], bodies[6:10]
+    assert not any("speculative.n_max" in body for body in fixed)
+    # The agent's policy: drafting measured first, then one request without drafts to measure t0.
+    assert "speculative.n_max" not in chosen[0] and chosen[1]["speculative.n_max"] == 0
+    labels = [t["target"] for t in json.loads((out / "results.json").read_text())["replay_summary"]["totals"]]
+    assert labels == ["base", "spec", "spec per-request"]
+    refused = la_env.run("bench", "--per-request", "--profiles", "tiny")
+    assert refused.code == 2 and "--per-request goes with --replay" in one_line_error(refused)

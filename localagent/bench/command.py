@@ -8,7 +8,7 @@ import asyncio
 import json
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -207,6 +207,8 @@ def _prepare(args: argparse.Namespace) -> _Plan:
             get_profile(ctx.profiles, name)  # unknown name: one line, before anything starts
         plan.targets = [Target(label=name, profile=name) for name in names]
         plan.targets += _url_targets(args.base_url or [], ctx.settings.server.api_key)
+        if args.per_request:
+            plan.targets = _with_per_request(plan.targets, workload)
     labels = [t.label for t in plan.targets]
     duplicate = next((label for label in labels if labels.count(label) > 1), None)
     if duplicate is not None:
@@ -227,12 +229,24 @@ def _prepare(args: argparse.Namespace) -> _Plan:
             if target.profile is not None:
                 # Missing binary, unsupported flag, bad model path: known now, not after an hour.
                 _profile, launch, _models = manager.plan(target.profile, fetch=False)
-                target = Target(target.label, target.profile, None, target.settings, tuple(launch.notes))
+                target = replace(target, notes=tuple(launch.notes))
             planned.append(target)
         plan.targets = planned
         plan.manager = manager
     _make_out_dir(out_dir)
     return plan
+
+
+def _with_per_request(targets: list[Target], workload: Workload) -> list[Target]:
+    """After each target but the first (the baseline), the same server with the drafting the
+    agent would choose per request."""
+    from localagent.bench.policy_replay import PER_REQUEST_SUFFIX, PolicyReplay
+
+    assert isinstance(workload, ReplayWorkload)
+    out = list(targets[:1])
+    for target in targets[1:]:
+        out += [target, replace(target, label=target.label + PER_REQUEST_SUFFIX, workload=PolicyReplay(workload))]
+    return out
 
 
 def _prepare_sweep(args: argparse.Namespace, plan: _Plan) -> None:

@@ -31,6 +31,11 @@ REPLAY_HELP = "replay the model requests of a saved session (an id, 'last' or a 
 def add_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--replay", metavar="SESSION", help=REPLAY_HELP)
     bench.add_argument(
+        "--per-request",
+        action="store_true",
+        help="with --replay: also run each target after the first with the drafting the agent chooses per request",
+    )
+    bench.add_argument(
         "--temperature",
         type=_temperature,
         metavar="T",
@@ -58,11 +63,17 @@ def _temperature(text: str) -> float | str:
 def check_arguments(args: argparse.Namespace) -> None:
     """Options that mean nothing for a replay are refused, not silently ignored."""
     if args.replay is None:
+        if args.per_request:
+            raise UsageError("--per-request goes with --replay (it measures the agent's choices on a session)")
         if args.temperature is not None:
             raise UsageError("--temperature goes with --replay (the recipe prompts use the recipe's sampling)")
         return
     if args.prompts is not None:
         raise UsageError("--replay sends the session's own requests; it does not take --prompts")
+    if args.per_request and args.sweep:
+        raise UsageError("--per-request compares fixed settings with the agent's; --sweep tries fixed settings only")
+    if args.per_request and len(args.profiles or []) + len(args.base_url or []) < 2:
+        raise UsageError("--per-request needs a baseline and a target to compare, e.g. --profiles tiny-baseline tiny")
 
 
 def replay_workload(args: argparse.Namespace, store: SessionStore) -> ReplayWorkload:

@@ -162,3 +162,6 @@ class ReplayWorkload:
 
     def order(self, rows: list[RequestResult]) -> None:
         """Already in the session's order."""
+
+    def measured(self, row: Row, result: RequestResult) -> None:
+        """The session's requests are sent as recorded, whatever the answers now."""

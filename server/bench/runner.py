@@ -41,6 +41,8 @@ class Target:
     endpoint: Endpoint | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # swept speculative values, for the report
     notes: tuple[str, ...] = ()  # what planning the command line had to say
+    # This target's own requests (the shared workload with per-request settings), or None.
+    workload: Workload | None = None
 
 
 class Observer(Protocol):
@@ -80,6 +82,7 @@ async def _run_target(
     observer: Observer,
     api_key: str | None,
 ) -> TargetResult:
+    workload = target.workload or workload
     result = TargetResult(
         label=target.label,
         kind="profile" if target.profile else "url",
@@ -153,6 +156,7 @@ async def _measure_all(
     for i, row in enumerate(rows):
         observer.status(f"{result.label}: {row.label}")
         measured = await _measure(client, endpoint, workload, row, stop)
+        workload.measured(row, measured)
         result.requests.append(measured)
         observer.advance(measured)
         died = None if measured.ok else await _server_died(handle)

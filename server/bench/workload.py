@@ -44,6 +44,10 @@ class Workload(Protocol):
         """Sort the finished rows the way the report lists them."""
         ...
 
+    def measured(self, row: Row, result: RequestResult) -> None:
+        """One request's outcome, for a workload whose next requests depend on it."""
+        ...
+
 
 @dataclass(frozen=True)
 class PromptWorkload:
@@ -66,3 +70,6 @@ class PromptWorkload:
     def order(self, rows: list[RequestResult]) -> None:
         position = {prompt.name: i for i, prompt in enumerate(self.prompts)}
         rows.sort(key=lambda row: (position.get(row.prompt, len(position)), row.run))
+
+    def measured(self, row: Row, result: RequestResult) -> None:
+        """Every prompt is sent as it is, whatever came before."""
