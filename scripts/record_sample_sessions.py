@@ -4,17 +4,21 @@
   plays pre-written answers) drives ``localagent run`` through building a small package with
   tests in a temporary directory, over two turns: write the code and tests, run them, fix what
   fails, then add a command line. Its tool calls and their outputs are real.
+- ``scripted-edits.jsonl``: the same package, then a longer edit-heavy turn in the way agents
+  work on existing code: view a file, edit part of it (the edit copies lines the view showed),
+  run the tests; over 30 requests, most of them edits of existing files.
 - ``tiny-chat.jsonl``: the real tiny server (profile ``tiny``, Gemma 3 270M) answers four turns
   of questions about that package in read-only mode. A 270M model does not drive an agent; the
   session's value is that every request and its timings come from llama-server itself.
 
-    .venv/bin/python scripts/record_sample_sessions.py [--only scripted|tiny] [--out DIR]
+    .venv/bin/python scripts/record_sample_sessions.py [--only scripted|edits|tiny] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -162,6 +166,56 @@ def scripted_turns() -> tuple[list[ScriptedTurn], list[ScriptedTurn]]:
     return first, second
 
 
+# (old, new) pairs applied to counting.py one edit at a time, each after viewing the file: the
+# renames and docstring changes of a tidy-up, so that each edit's old_string is text just read.
+EDITS = (
+    (
+        '"""The words of `text`, lower-cased, in order."""',
+        '"""The words of `text`, lower-cased, in the order they appear."""',
+    ),
+    ('"""How often each word occurs."""', '"""How often each word occurs, counted case-insensitively."""'),
+    ("return Counter(words(text))", "return Counter(word for word in words(text) if word)"),
+    ("def top_words(text: str, n: int = 10)", "def top_words(text: str, n: int = 10, *, min_count: int = 1)"),
+    (
+        "    counts = word_counts(text)\n",
+        "    counts = {word: count for word, count in word_counts(text).items() if count >= min_count}\n",
+    ),
+    ('_WORD = re.compile(r"[A-Za-z\']+")', '_WORD = re.compile(r"[A-Za-z\'-]+")'),
+    (
+        '"""Word statistics for plain text."""',
+        '"""Word statistics for plain text: words, counts, the most frequent."""',
+    ),
+)
+
+
+def edit_turns() -> list[ScriptedTurn]:
+    turns: list[ScriptedTurn] = [call("glob", pattern="textstats/*.py")]
+    for old, new in EDITS:
+        turns += [
+            call("view", path="textstats/counting.py"),
+            call("edit", path="textstats/counting.py", old_string=old, new_string=new),
+            call("grep", pattern=re.findall(r"[A-Za-z_]{4,}", new)[0], path="textstats"),
+            call("bash", command=RUN_TESTS),
+        ]
+    turns += [
+        call("view", path="tests/test_counting.py"),
+        call(
+            "edit",
+            path="tests/test_counting.py",
+            old_string="    def test_counts_ignore_case(self):",
+            new_string="    def test_min_count_drops_rare_words(self):\n"
+            '        self.assertEqual(top_words("a a b", min_count=2), [("a", 2)])\n\n'
+            "    def test_counts_ignore_case(self):",
+        ),
+        call("bash", command=RUN_TESTS),
+        ScriptedTurn(
+            text="Tidied counting.py in seven edits (docstrings, case-insensitive counts, min_count) and "
+            "added a test for min_count; the tests pass."
+        ),
+    ]
+    return turns
+
+
 TINY_PROMPTS = (
     "What does a word frequency counter do? Answer in two sentences.",
     "Write a Python function that returns the three most common words of a string.",
@@ -229,6 +283,38 @@ def record_scripted(out: Path) -> None:
     shutil.copyfile(newest_session(home), out / "scripted-build.jsonl")
 
 
+def record_edits(out: Path) -> None:
+    home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
+    first, _second = scripted_turns()
+    with ScriptedModelServer(first) as model:
+        run_agent(
+            [
+                "Create a small Python package textstats that counts words, with unittest tests, and make them pass.",
+                "--base-url",
+                model.base_url,
+                "--mode",
+                "full-auto",
+            ],
+            workspace,
+            home,
+        )
+        model.add_turns(*edit_turns())
+        run_agent(
+            [
+                "Tidy up textstats/counting.py: clearer docstrings, case-insensitive counts, a min_count option. "
+                "Keep the tests passing.",
+                "--base-url",
+                model.base_url,
+                "--mode",
+                "full-auto",
+                "-c",
+            ],
+            workspace,
+            home,
+        )
+    shutil.copyfile(newest_session(home), out / "scripted-edits.jsonl")
+
+
 def record_tiny(out: Path) -> None:
     home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
     (workspace / "README.md").write_text("textstats: word statistics for plain text.\n")
@@ -243,12 +329,14 @@ def record_tiny(out: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("scripted", "tiny"))
+    parser.add_argument("--only", choices=("scripted", "edits", "tiny"))
     parser.add_argument("--out", type=Path, default=ROOT / "examples" / "bench" / "sessions")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "scripted"):
         record_scripted(args.out)
+    if args.only in (None, "edits"):
+        record_edits(args.out)
     if args.only in (None, "tiny"):
         record_tiny(args.out)
     print(f"sessions in {args.out}")

@@ -106,10 +106,12 @@ def test_a_session_id_and_last_name_the_same_session_as_its_file(la_env) -> None
 
 
 def test_the_shipped_sample_sessions_replay_as_recorded() -> None:
-    for name, turns in (("scripted-build", 2), ("tiny-chat", 4)):
+    for name, turns in (("scripted-build", 2), ("scripted-edits", 2), ("tiny-chat", 4)):
         path = SAMPLES / f"{name}.jsonl"
         plan = replay_session(read_session_file(path), name, str(path))
         assert plan.turns == turns and len(plan.requests) >= turns
+        if name == "scripted-edits":  # the edit-heavy session: over 30 requests
+            assert len(plan.requests) >= 30
         assert all(r.messages[0]["role"] == "system" and r.tools for r in plan.requests)
         assert [r.index for r in plan.requests] == list(range(1, len(plan.requests) + 1))
 
