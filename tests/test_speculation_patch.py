@@ -80,11 +80,16 @@ def test_a_requests_n_max_bounds_its_drafting(la_env, llama_server_binary, profi
 
 
 def test_a_requests_p_min_reaches_the_dflash_drafter(la_env, llama_server_binary) -> None:
-    url = started(la_env, "tiny-dflash")
+    # The echo draft is certain of every token; a draft with random weights is not, so a minimum
+    # probability cuts its drafts short.
+    la_env.write_config(
+        '[profiles.unsure]\nextends = "tiny-dflash"\n'
+        'speculative = { type = "dflash", draft_model = { generated = "tiny-dflash-draft-random" }, draft_threads = 1 }\n'
+    )
+    url = started(la_env, "unsure")
     try:
         free, _ = drafting(url)
-        # No drafted token is certain: a minimum probability of 1 stops every draft at its first token.
-        strict, _ = drafting(url, p_min=1.0)
-        assert strict < free
+        strict, _ = drafting(url, p_min=0.9)
+        assert 0 <= strict < free / 2, (strict, free)
     finally:
         la_env.run("server", "stop")
