@@ -254,11 +254,12 @@ class Agent:
         """One model request, retried once: after compacting a context the server found full,
         or after the server came back from a failure."""
         policy = self.config.speculation
+        # Chosen once per request: a retry sends the same choice (the policy counts each choice).
+        choice = policy.choose(self.messages) if policy is not None else None
+        if choice is not None:
+            yield self._emit(SpeculationChosen(choice.kind, choice.n_max, choice.reason))
         for attempt in (1, 2):
             sent, started = len(self.messages), time.monotonic()
-            choice = policy.choose(self.messages) if policy is not None else None
-            if choice is not None:
-                yield self._emit(SpeculationChosen(choice.kind, choice.n_max, choice.reason))
             completion = stream_completion(
                 self.client,
                 model=self.config.model,

@@ -78,8 +78,9 @@ class AgentSettings(BaseModel):
     sandbox_network: bool = False
     instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
     # "auto": drafting chosen per request where the server honours it (agent.speculation_policy);
-    # "server": the server's own settings for every request.
-    speculation: Literal["auto", "server"] = "auto"
+    # "server": the server's own settings for every request. The default until replays show the
+    # per-request choice paying: on the edit-heavy sample it measured 0.81x against 0.98x.
+    speculation: Literal["auto", "server"] = "server"
     permissions: PermissionSettings = PermissionSettings()
 
 

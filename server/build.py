@@ -238,9 +238,7 @@ def build_llama_server(
             raise BuildError(_smoke_failure(result, target_dir, rebuild_hint=True))
         return BuildResult(binary, log, cached=True, seconds=time.monotonic() - started, key=key, smoke=result)
 
-    for tool in ("cmake", "c++", *(() if request.source else ("patch",))):
-        if shutil.which(tool) is None:
-            raise BuildError(f"building needs {tool}; install it (e.g. apt install cmake build-essential)")
+    _check_build_tools(request)
 
     target_dir.mkdir(parents=True, exist_ok=True)
     # A checkout the user brings is built as it is; the pinned sdist gets our patches.
@@ -271,10 +269,25 @@ def _install(staged: Path, binary: Path) -> None:
 
 
 def _cuda_toolkit(request: BuildRequest, cache: Path, notice: Notice | None, progress: Progress | None) -> CudaToolkit:
-    if request.cuda_arch is None:
-        detect_cuda_arch()  # fails first, naming both ways out, before anything is downloaded
+    # Everything that can fail without a download fails first: the architecture (naming both ways
+    # out), the build tools, the driver.
+    architectures = request.cuda_arch or detect_cuda_arch()
+    _check_build_tools(request)
     index_url = os.environ.get("LOCALAGENT_PYPI_SIMPLE", PYPI_SIMPLE).rstrip("/")
-    return resolve_toolkit(cache, index_url, notice or (lambda _line: None), progress, driver=driver_cuda_version())
+    return resolve_toolkit(
+        cache,
+        index_url,
+        notice or (lambda _line: None),
+        progress,
+        driver=driver_cuda_version(),
+        architectures=architectures,
+    )
+
+
+def _check_build_tools(request: BuildRequest) -> None:
+    for tool in ("cmake", "c++", *(() if request.source else ("patch",))):
+        if shutil.which(tool) is None:
+            raise BuildError(f"building needs {tool}; install it (e.g. apt install cmake build-essential)")
 
 
 def _write_build_info(
@@ -442,7 +455,12 @@ def patched_source(work_dir: Path, progress: Progress | None = None) -> Path:
                     "or build your own checkout with --source DIR"
                 )
         (Path(scratch) / ".localagent-patched").write_text("\n".join(p.name for p in patches) + "\n")
-        os.replace(scratch, target)
+        try:
+            os.replace(scratch, target)
+        except OSError:
+            if not marker.is_file():  # not a build beside this one that got there first
+                raise BuildError(f"cannot put the patched source in place at {target}") from None
+            shutil.rmtree(scratch, ignore_errors=True)
         # The emptied scratch name is recreated so TemporaryDirectory's cleanup finds it.
         Path(scratch).mkdir()
     return target / "llama.cpp"

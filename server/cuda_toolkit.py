@@ -215,6 +215,23 @@ def check_driver(toolkit_major: int, driver: tuple[int, int] | None, *, source: 
     )
 
 
+# CUDA 13 compiles for Turing (sm_75) and newer only.
+CUDA13_OLDEST_ARCH = 75
+
+
+def check_architectures(toolkit_major: int, architectures: str | None, *, source: str) -> None:
+    """``architectures``: CMake's list ("86;89"), or None when not known yet."""
+    if toolkit_major < 13 or not architectures:
+        return
+    old = [a for a in architectures.split(";") if a.strip().isdigit() and int(a) < CUDA13_OLDEST_ARCH]
+    if old:
+        what = "the toolkit localagent would download" if source == "wheels" else "the CUDA toolkit found"
+        raise BuildError(
+            f"sm_{old[0]} is older than CUDA 13 compiles for (sm_{CUDA13_OLDEST_ARCH}, Turing, and newer), and "
+            f"{what} is CUDA {toolkit_major}: install a CUDA 12.x toolkit (nvcc on PATH or CUDA_HOME) and build again"
+        )
+
+
 def wheel_toolkit_dir(cache: Path) -> Path:
     return cache / "cuda-toolkit" / f"{WHEEL_CUDA_RELEASE}-{platform.machine()}"
 
@@ -245,21 +262,28 @@ def plan_wheels(client, index_url: str, machine: str | None = None) -> list[Whee
         page = f"{index_url}/{name}/"
         index = client.get(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
         index.raise_for_status()
+        try:
+            listed = index.json()["files"]
+        except (ValueError, KeyError, TypeError):
+            raise BuildError(
+                f"{page} is not a PEP 691 JSON index page; use pypi.org or install the CUDA toolkit"
+            ) from None
         prefix = f"{name.replace('-', '_')}-{version}-"
-        entry = next((f for f in index.json()["files"] if _is_linux_wheel(f["filename"], prefix, machine)), None)
+        entry = next(
+            (f for f in listed if isinstance(f, dict) and _is_linux_wheel(str(f.get("filename")), prefix, machine)),
+            None,
+        )
         if entry is None:
             raise BuildError(f"{name}=={version} for {machine} is not on {index_url}; install the CUDA toolkit instead")
-        files.append(
+        try:
             # A mirror may give URLs relative to the index page (PEP 691 allows it).
-            WheelFile(
-                name,
-                version,
-                entry["filename"],
-                urljoin(page, entry["url"]),
-                entry["hashes"]["sha256"],
-                int(entry["size"]),
-            )
-        )
+            url, sha256, size = urljoin(page, entry["url"]), entry["hashes"]["sha256"], int(entry["size"])
+        except (KeyError, TypeError, ValueError):
+            raise BuildError(
+                f"{index_url} lists {entry.get('filename')} without its URL, sha256 or size; use pypi.org or install "
+                "the CUDA toolkit"
+            ) from None
+        files.append(WheelFile(name, version, entry["filename"], url, sha256, size))
     return files
 
 
@@ -394,15 +418,18 @@ def resolve_toolkit(
     *,
     driver: tuple[int, int] | None = None,
     system: CudaToolkit | Literal["find"] | None = "find",
+    architectures: str | None = None,
 ) -> CudaToolkit:
     """The system toolkit if there is one, else the cached wheel toolkit, else a fresh download.
     The driver is checked first, so nothing is downloaded that it could not run."""
     found = find_system_toolkit(notice=notice) if system == "find" else system
     if found is not None:
         check_driver(found.major, driver, source="system")
+        check_architectures(found.major, architectures, source="system")
         notice(f"compiling with {found.describe()}")
         return found
     check_driver(int(WHEEL_CUDA_RELEASE.split(".")[0]), driver, source="wheels")
+    check_architectures(int(WHEEL_CUDA_RELEASE.split(".")[0]), architectures, source="wheels")
     cached = cached_wheel_toolkit(cache)
     if cached is not None:
         notice(f"compiling with {cached.describe()}")

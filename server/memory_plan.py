@@ -2,8 +2,9 @@
 
 The KV cache is sized the way llama.cpp b11434 sizes it (``src/llama-kv-cache-iswa.cpp``,
 ``src/llama-kv-cache.cpp``, ``src/llama-context.cpp``):
-- the context is padded to 256 cells; full-attention layers hold every cell;
-- sliding-window layers hold ``pad256(min(n_ctx, window * (n_seq if unified else 1) + n_ubatch))``
+- the context is padded to 256 cells; without a unified cache each slot has a stream of its own of
+  ``pad256(n_ctx / n_seq)`` cells; full-attention layers hold every cell;
+- sliding-window layers hold ``pad256(min(stream, window * (n_seq if unified else 1) + n_ubatch))``
   cells per stream unless ``swa_full`` (then every cell);
 - a layer's cell holds ``head_count_kv * key_length`` K elements and ``head_count_kv *
   value_length`` V elements, in the cache type's bytes (``q8_0``: 34 bytes per 32 elements);
@@ -76,7 +77,7 @@ def shape_from_header(header: GGUFHeader, source: str) -> ModelShape:
     """The shape llama.cpp reads from the same keys (``{arch}.block_count`` and the rest)."""
     arch = header.architecture
     n_layer = int(header.arch_value("block_count", 0))
-    n_head = int(_first(header.arch_value("attention.head_count", 1)))
+    n_head = int(_first(header.arch_value("attention.head_count", 1))) or 1  # recurrent models write 0
     n_embd = int(header.arch_value("embedding_length", 0))
     if not arch or n_layer <= 0 or n_embd <= 0:
         raise ValueError("the header names no architecture, block count or embedding length")
@@ -88,6 +89,8 @@ def shape_from_header(header: GGUFHeader, source: str) -> ModelShape:
     if window <= 0:
         swa = (False,) * n_layer
     elif isinstance(pattern, list):
+        if len(pattern) != n_layer:
+            raise ValueError(f"the sliding-window pattern lists {len(pattern)} layers, not {n_layer}")
         swa = tuple(bool(p) for p in pattern)
     else:
         period = int(pattern) if pattern is not None else _SWA_PERIODS.get(arch, 0)
@@ -145,12 +148,14 @@ class CacheSettings:
 
 
 def kv_cache_bytes(shape: ModelShape, cache: CacheSettings) -> int:
-    kv_size = _pad(cache.n_ctx)
+    # One stream holding every slot (unified), or one stream per slot, each of n_ctx / n_seq cells.
     streams = 1 if cache.unified else cache.n_seq
+    per_stream = _pad(cache.n_ctx) if cache.unified else _pad(_pad(cache.n_ctx) // cache.n_seq)
+    kv_size = per_stream * streams
     swa_cells = kv_size
     if not cache.swa_full and shape.sliding_window:
-        per_stream = min(kv_size, shape.sliding_window * (cache.n_seq if cache.unified else 1) + cache.n_ubatch)
-        swa_cells = _pad(per_stream) * streams
+        window = shape.sliding_window * (cache.n_seq if cache.unified else 1) + cache.n_ubatch
+        swa_cells = _pad(min(per_stream, window)) * streams
     k_bytes, v_bytes = element_bytes(cache.type_k), element_bytes(cache.type_v)
     widest_v = max(shape.row_elements(il)[1] for il in range(shape.n_layer))
     total = 0.0
@@ -292,7 +297,10 @@ def gpu_memory_bytes(run: Callable[..., object] | None = None) -> tuple[int | No
     if not first:
         return None, "nvidia-smi lists no GPU: pass --vram GiB"
     mib, _, name = first[0].partition(",")
-    return int(float(mib)) * MIB, f"{name.strip()} (nvidia-smi)"
+    try:
+        return int(float(mib)) * MIB, f"{name.strip()} (nvidia-smi)"
+    except ValueError:
+        return None, f"nvidia-smi gives no memory size ({mib.strip()}): pass --vram GiB"
 
 
 def read_local_shape(path: Path) -> ModelShape | None:
@@ -302,5 +310,5 @@ def read_local_shape(path: Path) -> ModelShape | None:
     try:
         with path.open("rb") as handle:
             return shape_from_header(read_header(handle), f"the GGUF header of {path}")
-    except (OSError, GGUFHeaderError, ValueError):
-        return None
+    except (OSError, GGUFHeaderError, ValueError, ArithmeticError, IndexError, KeyError, TypeError):
+        return None  # a file this planner cannot read is planned from other figures

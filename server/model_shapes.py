@@ -38,7 +38,7 @@ def find_shape(source: ModelSource, dirs: ModelDirs, remote: RemoteReader | None
     if repo and file and os.environ.get("HF_HUB_OFFLINE", "") not in ("1", "true", "yes"):
         try:
             return FoundShape((remote or read_remote_shape)(repo, file))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ArithmeticError, IndexError, KeyError, TypeError) as exc:
             note = f"could not read the header of {repo}/{file} ({exc})"
     recorded = RECORDED.get((repo or "", file or ""))
     if recorded is not None:

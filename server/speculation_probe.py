@@ -13,7 +13,7 @@ import httpx2
 from server.http import auth_headers
 
 
-async def honours_request_limits(root_url: str, api_key: str | None = None, timeout: float = 30.0) -> bool:
+async def honours_request_limits(root_url: str, api_key: str | None = None, timeout: float = 10.0) -> bool:
     body = {"prompt": "1", "n_predict": 1, "temperature": 0, "speculative.n_max": 0, "cache_prompt": False}
     try:
         async with httpx2.AsyncClient(timeout=timeout) as client:

@@ -417,3 +417,34 @@ def test_a_cuda_build_names_the_cuda_backend_and_stages_it_beside_the_binary(
     info = json.loads((result.binary.parent / "build.json").read_text())
     assert info["cuda"] == f"the system's CUDA 12.4 toolkit at {root}" and info["portable"] is False
     assert notices == [f"compiling with the system's CUDA 12.4 toolkit at {root}"]
+
+
+def test_an_architecture_cuda_13_dropped_is_refused_before_any_download(tmp_path: Path) -> None:
+    with pytest.raises(BuildError) as caught:
+        resolve_toolkit(tmp_path, "http://127.0.0.1:9/simple", lambda _line: None, system=None, architectures="61")
+    message = str(caught.value)
+    assert "sm_61" in message and "CUDA 12.x toolkit" in message
+    assert not (tmp_path / "cuda-toolkit").exists()
+    old_system = CudaToolkit("system", tmp_path, tmp_path / "bin" / "nvcc", "12.4")
+    assert resolve_toolkit(tmp_path, "unused", lambda _line: None, system=old_system, architectures="61") is old_system
+
+
+def test_a_wheel_holding_a_path_outside_its_folder_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.whl"
+    _wheel(archive, {"nvidia/../../escaped.txt": ("x", 0o644)})
+    with pytest.raises(BuildError, match="outside its folder"):
+        cuda_toolkit._unpack_wheel(archive, tmp_path / "out")
+    assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_an_index_page_without_sizes_is_one_line_not_a_traceback(
+    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _requests = wheel_index
+    index = tmp_path / "index" / "nvidia-cuda-nvcc.json"
+    entries = json.loads(index.read_text())
+    del entries["files"][1]["size"]
+    index.write_text(json.dumps(entries))
+    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
+    with pytest.raises(BuildError, match="without its URL, sha256 or size"):
+        resolve_toolkit(tmp_path / "cache", url, lambda _line: None, system=None)

@@ -47,7 +47,7 @@ def write_gemma4_like(path: Path, *, pattern: list[bool] | None = SWA_PATTERN, a
     if pattern is not None:
         writer.add_array(f"{arch}.attention.sliding_window_pattern", pattern)
     writer.add_context_length(4096)
-    writer.add_token_list([f"t{i}" for i in range(300)])
+    writer.add_token_list([f"t{i}" for i in range(5000)])
     writer.add_tensor("token_embd.weight", np.zeros((300, 64), dtype=np.float16))
     q8 = np.zeros((64, 64 // 32 * 34), dtype=np.uint8)  # 64 rows of 64 q8_0 elements, as bytes
     writer.add_tensor("blk.0.attn_q.weight", q8, raw_dtype=GGMLQuantizationType.Q8_0)
@@ -68,13 +68,13 @@ def test_the_header_gives_the_shape_llama_cpp_reads(tmp_path: Path) -> None:
     with path.open("rb") as handle:
         header = read_header(handle)
     shape = shape_from_header(header, "test")
-    assert (shape.architecture, shape.n_layer, shape.n_embd, shape.n_ff, shape.n_vocab) == ("gemma4", 6, 64, 128, 300)
+    assert (shape.architecture, shape.n_layer, shape.n_embd, shape.n_ff, shape.n_vocab) == ("gemma4", 6, 64, 128, 5000)
     assert shape.head_count_kv == (4, 4, 4, 4, 4, 1)
     assert shape.swa_layers == tuple(SWA_PATTERN) and shape.sliding_window == 128
     assert shape.row_elements(0) == (64, 64) and shape.row_elements(5) == (32, 32)
     assert shape.weights_bytes == WEIGHTS and shape.context_length == 4096
     # The long token list is skipped, its length kept.
-    assert "tokenizer.ggml.tokens" not in header.metadata or len(header.metadata["tokenizer.ggml.tokens"]) == 300
+    assert "tokenizer.ggml.tokens" not in header.metadata and header.array_lengths["tokenizer.ggml.tokens"] == 5000
 
 
 def test_kv_cache_bytes_follow_llama_cpps_rules(tmp_path: Path) -> None:
@@ -93,6 +93,9 @@ def test_kv_cache_bytes_follow_llama_cpps_rules(tmp_path: Path) -> None:
     assert kv_cache_bytes(shape, _with(base, flash_attn=False)) == int(1024 * (32 * 2 + 64 * 34 / 32) + sliding)
     # Two slots in two streams: a window per stream.
     assert kv_cache_bytes(shape, _with(base, n_seq=2)) == int(full + 2 * sliding)
+    # Three slots in three streams of pad256(1024 / 3) = 512 cells: 1536 full-layer cells, not 1024.
+    three = _with(base, n_seq=3)
+    assert kv_cache_bytes(shape, three) == int(1536 * (32 * 2 + 32 * 34 / 32) + 3 * 256 * 5 * (64 * 2 + 64 * 34 / 32))
     # Two slots unified: one stream whose window covers both sequences, pad256(128*2 + 64) = 512.
     assert kv_cache_bytes(shape, _with(base, n_seq=2, unified=True)) == int(full + 5 * 512 * (64 * 2 + 64 * 34 / 32))
 

@@ -141,3 +141,61 @@ def test_the_probe_tells_a_patched_server_from_an_unpatched_one(stand_in: dict) 
     stand_in["status"] = 404  # an engine without /completion
     assert asyncio.run(honours_request_limits(stand_in["url"])) is False
     assert asyncio.run(honours_request_limits("http://127.0.0.1:9")) is False  # nothing listening
+
+
+# -- through the agent ------------------------------------------------------------------------------
+
+
+async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours_them(la_env, monkeypatch) -> None:
+    from agent.events import SpeculationChosen, TurnFinished
+    from localagent.agent_setup import AgentOptions, build_agent
+    from localagent.context import AppContext
+    from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+
+    async def honours(_root: str, _key: str | None = None) -> bool:
+        return True
+
+    monkeypatch.setattr("server.speculation_probe.honours_request_limits", honours)
+    la_env.write_config('[agent]\nspeculation = "auto"\n')
+    (la_env.workspace / "a.txt").write_text("alpha\n")
+    turns = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "a.txt"})]),
+        ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "a.txt"})]),
+        ScriptedTurn(text="done"),
+    ]
+    with ScriptedModelServer(turns, speculative=True) as model:
+        ctx = AppContext.load(la_env.workspace)
+        runtime = await build_agent(ctx, AgentOptions(base_url=model.base_url, headless=True))
+        try:
+            events = [e async for e in runtime.agent.run_turn("read a.txt twice")]
+        finally:
+            await runtime.close()
+        bodies = model.requests
+    chosen = [e for e in events if isinstance(e, SpeculationChosen)]
+    assert [c.kind for c in chosen] == ["after_user", "after_read", "after_read"]
+    # Drafts were seen on the first answer and no plain decoding yet: the second goes without.
+    assert "speculative.n_max" not in bodies[0] and bodies[1]["speculative.n_max"] == 0
+    assert chosen[1].reason == "drafting off once to measure decoding without drafts"
+    assert isinstance(events[-1], TurnFinished) and events[-1].final_text == "done"
+
+
+async def test_by_default_every_request_goes_with_the_servers_settings(la_env, monkeypatch) -> None:
+    from agent.events import SpeculationChosen
+    from localagent.agent_setup import AgentOptions, build_agent
+    from localagent.context import AppContext
+    from tests.scripted_model import ScriptedModelServer, ScriptedTurn
+
+    async def honours(_root: str, _key: str | None = None) -> bool:
+        return True
+
+    monkeypatch.setattr("server.speculation_probe.honours_request_limits", honours)
+    with ScriptedModelServer([ScriptedTurn(text="hi")], speculative=True) as model:
+        ctx = AppContext.load(la_env.workspace)
+        runtime = await build_agent(ctx, AgentOptions(base_url=model.base_url, headless=True))
+        try:
+            events = [e async for e in runtime.agent.run_turn("hello")]
+        finally:
+            await runtime.close()
+        bodies = model.requests
+    assert not any(isinstance(e, SpeculationChosen) for e in events)
+    assert "speculative.n_max" not in bodies[0]

@@ -133,6 +133,9 @@ def test_declared_schemas_inline_references_and_fold_optional_types() -> None:
     assert plain["properties"]["note"] == {"type": "string", "nullable": True}
     # A real choice between two types is left as it is.
     assert plain["properties"]["either"] == schema["properties"]["either"]
+    # A required property that may be null keeps its null: omitting it would not say the same.
+    required = declared_schema({**schema, "required": ["note"]})
+    assert required["properties"]["note"] == {"type": ["string", "null"]}
     assert "$defs" not in plain and "$ref" not in str(plain)
     assert "$defs" in schema  # the tool's own schema, which validates arguments, is untouched
 
@@ -145,10 +148,27 @@ def test_a_schema_that_refers_to_itself_ends_as_a_plain_object() -> None:
         "$ref": "#/$defs/Node",
     }
     plain = declared_schema(tree)
-    depth, node = 0, plain
-    while "properties" in node:
-        node, depth = node["properties"]["child"], depth + 1
-    assert node == {"type": "object"} and 3 < depth < 20
+    assert plain == {"type": "object", "properties": {"child": {"type": "object"}}}
+
+
+def test_deeply_nested_models_keep_their_types() -> None:
+    from tools.schema_inline import declared_schema
+
+    # Six models, each holding an optional list of the next: far deeper than any cycle guard.
+    defs = {
+        f"M{i}": {
+            "type": "object",
+            "properties": {
+                "kids": {"anyOf": [{"type": "array", "items": {"$ref": f"#/$defs/M{i + 1}"}}, {"type": "null"}]}
+            },
+        }
+        for i in range(5)
+    }
+    defs["M5"] = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
+    node = declared_schema({"$defs": defs, "$ref": "#/$defs/M0"})
+    for _ in range(5):
+        node = node["properties"]["kids"]["items"]
+    assert node["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
 
 
 def test_the_tool_list_declares_the_plain_schema_and_validation_keeps_the_original() -> None:

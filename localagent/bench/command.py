@@ -335,6 +335,13 @@ def _replay_runs(plan: _Plan) -> list[list[TargetResult]]:
         got = _run_with_progress(replace(plan, targets=interleaved(plan.targets, run)))
         by_label = {target.label: target for target in got}
         runs.append([by_label[target.label] for target in plan.targets])
+    for target in plan.targets:
+        if getattr(target.workload, "ignored", False):
+            err.print(
+                f"note: {escape(target.label)}: the server drafted on requests sent with speculative.n_max 0; it "
+                "does not honour per-request settings, so this row measures its fixed settings",
+                soft_wrap=True,
+            )
     return runs
 
 

@@ -22,6 +22,8 @@ class PolicyReplay:
     base: ReplayWorkload
     policy: SpeculationPolicy = field(default_factory=SpeculationPolicy)
     choices: dict[str, SpeculationChoice] = field(default_factory=dict)
+    # Set when the server drafted on a request sent with drafting off: it ignores the settings.
+    ignored: bool = False
 
     def rows(self) -> list[Row]:
         return self.base.rows()
@@ -46,6 +48,8 @@ class PolicyReplay:
         choice = self.choices.get(row.name)
         if choice is None or not result.ok:
             return
+        if choice.n_max == 0 and result.draft_n:
+            self.ignored = True
         self.policy.observe(
             choice,
             {
