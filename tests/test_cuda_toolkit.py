@@ -20,16 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from server import cuda_toolkit
+from server import cuda_toolkit, cuda_wheels
 from server.build import BuildRequest, build_key, build_llama_server, cmake_flags
 from server.cpu import CpuInfo
+from server.cuda_layout import complete_layout, driver_stub_source
 from server.cuda_toolkit import (
     CudaToolkit,
     cached_wheel_toolkit,
     check_driver,
-    complete_layout,
     driver_cuda_version,
-    driver_stub_source,
     find_system_toolkit,
     missing_parts,
     resolve_toolkit,
@@ -288,7 +287,7 @@ def test_an_unreachable_index_is_one_line_naming_both_ways_out(tmp_path: Path) -
 
 def test_a_machine_without_linux_wheels_is_told_to_install_the_toolkit() -> None:
     with pytest.raises(BuildError, match="no CUDA toolkit wheels for riscv64"):
-        cuda_toolkit.plan_wheels(None, "unused", machine="riscv64")
+        cuda_wheels.plan_wheels(None, "unused", machine="riscv64")
 
 
 def test_the_stub_source_covers_declared_and_versioned_names() -> None:
@@ -433,7 +432,7 @@ def test_a_wheel_holding_a_path_outside_its_folder_is_refused(tmp_path: Path) ->
     archive = tmp_path / "evil.whl"
     _wheel(archive, {"nvidia/../../escaped.txt": ("x", 0o644)})
     with pytest.raises(BuildError, match="outside its folder"):
-        cuda_toolkit._unpack_wheel(archive, tmp_path / "out")
+        cuda_wheels._unpack_wheel(archive, tmp_path / "out")
     assert not (tmp_path / "escaped.txt").exists()
 
 

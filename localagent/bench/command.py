@@ -174,6 +174,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -- checking the input -----------------------------------------------------------------------------
 
 
+# long: every check of the command line and the profiles, in one pass, before any server starts.
 def _prepare(args: argparse.Namespace) -> _Plan:
     if args.runs is not None and args.runs < 1:
         raise UsageError("--runs must be at least 1")
