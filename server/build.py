@@ -337,7 +337,11 @@ def _stage(bin_dir: Path, target_dir: Path, *, portable: bool) -> Path:
             variant = library.name.removeprefix("libggml-cpu-").split(".")[0]
             if variant in PORTABLE_SKIPPED_VARIANTS:
                 continue
-            shutil.copy2(library, target_dir / library.name)
+            # Versioned names stay links (libllama.so -> libllama.so.0 -> ...): copied through, each
+            # would be a full copy of the library.
+            dest = target_dir / library.name
+            dest.unlink(missing_ok=True)
+            shutil.copy2(library, dest, follow_symlinks=False)
     # The worker is staged beside the staged server (the smoke test runs the pair) and takes its
     # place only with it: a rebuild must not replace, or remove, a worker that is running or proven.
     for name in WORKER_TARGETS:

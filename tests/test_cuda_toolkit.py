@@ -400,7 +400,8 @@ def test_a_cuda_build_names_the_cuda_backend_and_stages_it_beside_the_binary(
         cmake.read_text() + "add_custom_target(ggml-cuda\n"
         "  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/bin\n"
         '  COMMAND ${CMAKE_COMMAND} -E echo "${CUDAToolkit_ROOT} ${CMAKE_CUDA_ARCHITECTURES}" > '
-        "${CMAKE_BINARY_DIR}/bin/libggml-cuda.so)\n"
+        "${CMAKE_BINARY_DIR}/bin/libggml-cuda.so\n"
+        "  COMMAND ${CMAKE_COMMAND} -E create_symlink libggml-cuda.so ${CMAKE_BINARY_DIR}/bin/libggml-cuda.so.0)\n"
     )
     model_dirs = ModelDirs(models=tmp_path / "models", cache=shared_cache)
     notices: list[str] = []
@@ -413,6 +414,8 @@ def test_a_cuda_build_names_the_cuda_backend_and_stages_it_beside_the_binary(
     )
     staged = result.binary.parent / "libggml-cuda.so"
     assert staged.read_text().strip() == f"{root} 89"
+    # A versioned name stays a link, not a second copy of the library.
+    assert (result.binary.parent / "libggml-cuda.so.0").readlink() == Path("libggml-cuda.so")
     info = json.loads((result.binary.parent / "build.json").read_text())
     assert info["cuda"] == f"the system's CUDA 12.4 toolkit at {root}" and info["portable"] is False
     assert notices == [f"compiling with the system's CUDA 12.4 toolkit at {root}"]
