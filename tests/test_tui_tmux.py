@@ -31,8 +31,16 @@ def free_port() -> int:
 
 def turns_finished(la_env) -> int:
     """Turns ended so far, from the session file (the screen may have scrolled their summaries away)."""
+    return _count(la_env, '"turn_finished"')
+
+
+def turns_started(la_env) -> int:
+    return _count(la_env, '"turn_started"')
+
+
+def _count(la_env, marker: str) -> int:
     return sum(
-        line.count('"turn_finished"')
+        line.count(marker)
         for path in (la_env.home / "data" / "sessions").glob("*.jsonl")
         for line in path.read_text().splitlines()
     )
@@ -111,6 +119,9 @@ def test_localagent_in_tmux_shows_live_speed_and_acceptance_then_quits_clean(la_
             # Ctrl+C cancels a running turn (an approval modal included: the 270M model sometimes
             # prints a tool call); the cancelled turn is recorded like any other.
             if turns_finished(la_env) < attempt:
+                # The figures on screen may be the last turn's: cancel once this turn has started,
+                # not while the prompt is still on its way to the agent.
+                tmux.wait_for(lambda s: turns_started(la_env) >= attempt, 60, "the turn to start")
                 tmux("send-keys", "-t", "la", "C-c")
                 tmux.wait_for(lambda s: turns_finished(la_env) >= attempt, 60, "the cancelled turn")
 
