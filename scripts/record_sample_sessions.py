@@ -252,67 +252,34 @@ def newest_session(home: Path) -> Path:
     return sessions[-1]
 
 
-def record_scripted(out: Path) -> None:
+BUILD_PROMPT = "Create a small Python package textstats that counts words, with unittest tests, and make them pass."
+
+
+def record_two_turns(out: Path, second_prompt: str, second: list[ScriptedTurn]) -> Path:
+    """The package built in a first turn, then ``second_prompt`` answered by ``second``, on the
+    scripted model in full-auto mode; the session file is copied to ``out``."""
     home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
-    first, second = scripted_turns()
+    first, _ = scripted_turns()
     with ScriptedModelServer(first) as model:
-        run_agent(
-            [
-                "Create a small Python package textstats that counts words, with unittest tests, and make them pass.",
-                "--base-url",
-                model.base_url,
-                "--mode",
-                "full-auto",
-            ],
-            workspace,
-            home,
-        )
-        model.add_turns(*second)
-        run_agent(
-            [
-                "Add a command line: python -m textstats FILE [N] prints the N most common words. Test it.",
-                "--base-url",
-                model.base_url,
-                "--mode",
-                "full-auto",
-                "-c",
-            ],
-            workspace,
-            home,
-        )
-    shutil.copyfile(newest_session(home), out / "scripted-build.jsonl")
+        for prompt, turns, resume in ((BUILD_PROMPT, [], []), (second_prompt, second, ["-c"])):
+            model.add_turns(*turns)
+            run_agent([prompt, "--base-url", model.base_url, "--mode", "full-auto", *resume], workspace, home)
+    shutil.copyfile(newest_session(home), out)
+    return out
+
+
+def record_scripted(out: Path) -> None:
+    _, second = scripted_turns()
+    prompt = "Add a command line: python -m textstats FILE [N] prints the N most common words. Test it."
+    record_two_turns(out / "scripted-build.jsonl", prompt, second)
 
 
 def record_edits(out: Path) -> None:
-    home, workspace = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp(prefix="textstats-"))
-    first, _second = scripted_turns()
-    with ScriptedModelServer(first) as model:
-        run_agent(
-            [
-                "Create a small Python package textstats that counts words, with unittest tests, and make them pass.",
-                "--base-url",
-                model.base_url,
-                "--mode",
-                "full-auto",
-            ],
-            workspace,
-            home,
-        )
-        model.add_turns(*edit_turns())
-        run_agent(
-            [
-                "Tidy up textstats/counting.py: clearer docstrings, case-insensitive counts, a min_count option. "
-                "Keep the tests passing.",
-                "--base-url",
-                model.base_url,
-                "--mode",
-                "full-auto",
-                "-c",
-            ],
-            workspace,
-            home,
-        )
-    shutil.copyfile(newest_session(home), out / "scripted-edits.jsonl")
+    prompt = (
+        "Tidy up textstats/counting.py: clearer docstrings, case-insensitive counts, a min_count option. "
+        "Keep the tests passing."
+    )
+    record_two_turns(out / "scripted-edits.jsonl", prompt, edit_turns())
 
 
 def record_tiny(out: Path) -> None:
