@@ -68,11 +68,15 @@ class CudaToolkit:
         return f"{self.source}:{self.release}:{self.root}"
 
 
-def nvcc_release(nvcc: Path) -> str:
+def _run_nvcc(nvcc: Path, *args: str, check: bool) -> subprocess.CompletedProcess[str]:
     try:
-        text = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+        return subprocess.run([str(nvcc), *args], capture_output=True, text=True, timeout=60, check=check)
     except (OSError, subprocess.SubprocessError) as exc:
         raise BuildError(f"{nvcc} does not run ({exc}); repair that CUDA toolkit or remove it from PATH") from None
+
+
+def nvcc_release(nvcc: Path) -> str:
+    text = _run_nvcc(nvcc, "--version", check=True).stdout
     match = _RELEASE.search(text)
     if match is None:
         raise BuildError(f"{nvcc} --version names no CUDA release; is it NVIDIA's nvcc?")
@@ -82,16 +86,7 @@ def nvcc_release(nvcc: Path) -> str:
 def nvcc_home(nvcc: Path) -> Path:
     """The toolkit folder nvcc itself uses (its ``TOP``): ``nvcc`` on PATH may be a link or a
     wrapper script in another folder (``/usr/local/bin/nvcc`` running ``/usr/local/cuda-13.0/bin/nvcc``)."""
-    try:
-        text = subprocess.run(
-            [str(nvcc), "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        ).stderr
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildError(f"{nvcc} does not run ({exc}); repair that CUDA toolkit or remove it from PATH") from None
+    text = _run_nvcc(nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull, check=False).stderr
     match = re.search(r"^#\$ TOP=(.+)$", text, re.MULTILINE)
     return Path(match.group(1).strip()).resolve() if match else nvcc.resolve().parent.parent
 
