@@ -37,6 +37,7 @@ from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.cuda_toolkit import CudaToolkit, driver_cuda_version, resolve_toolkit
 from server.errors import BuildError
 from server.http import tail_lines
+from server.nvidia_smi import NvidiaSmiError, nvidia_smi
 from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
 from server.sdist import PYPI_SIMPLE, SDIST_NAME, SDIST_VERSION
 from server.smoke import SmokeRecords, SmokeResult
@@ -122,14 +123,8 @@ def cmake_flags(
 def detect_cuda_arch() -> str:
     """``8.9`` from nvidia-smi becomes CMake's ``89``."""
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
+        out = nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader")
+    except NvidiaSmiError as exc:
         raise BuildError(
             f"--cuda needs nvidia-smi to read the GPU architecture ({exc}); "
             "install the NVIDIA driver or pass the architecture with --cuda-arch (e.g. 89 for an RTX 4090)"

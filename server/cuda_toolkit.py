@@ -31,6 +31,7 @@ from typing import Literal
 
 from server.cuda_wheels import WHEEL_CUDA_RELEASE, WHEEL_MIN_DRIVER, WHEELS, install_wheels
 from server.errors import BuildError
+from server.nvidia_smi import NvidiaSmiError, Runner, nvidia_smi
 from tools.program_path import which_absolute
 
 _COMPLETE = "localagent-toolkit.json"
@@ -151,13 +152,11 @@ def find_system_toolkit(
     return None
 
 
-def driver_cuda_version(
-    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
-) -> tuple[int, int] | None:
+def driver_cuda_version(run: Runner | None = None) -> tuple[int, int] | None:
     """The newest CUDA release the installed driver runs (nvidia-smi's header), or None without one."""
     try:
-        text = run(["nvidia-smi"], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
+        text = nvidia_smi(run=run)
+    except NvidiaSmiError:
         return None
     match = _DRIVER_CUDA.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None

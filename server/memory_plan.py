@@ -24,6 +24,7 @@ from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from server.errors import ProfileError
 from server.gguf_header import GGUFHeader
+from server.nvidia_smi import NvidiaSmiError, Runner, nvidia_smi
 
 if TYPE_CHECKING:
     from server.profiles import Profile
@@ -278,22 +279,13 @@ def _largest_fitting(total_at: Callable[[int], int], budget: int, target: ModelS
     return low * 256
 
 
-def gpu_memory_bytes(run: Callable[..., object] | None = None) -> tuple[int | None, str]:
+def gpu_memory_bytes(run: Runner | None = None) -> tuple[int | None, str]:
     """The first GPU's memory from nvidia-smi, or (None, why)."""
-    import subprocess
-
-    runner = run or subprocess.run
     try:
-        done = runner(
-            ["nvidia-smi", "--query-gpu=memory.total,name", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
+        text = nvidia_smi("--query-gpu=memory.total,name", "--format=csv,noheader,nounits", run=run)
+    except NvidiaSmiError:
         return None, "no nvidia-smi here: pass --vram GiB"
-    first = str(getattr(done, "stdout", "")).strip().splitlines()[:1]
+    first = text.strip().splitlines()[:1]
     if not first:
         return None, "nvidia-smi lists no GPU: pass --vram GiB"
     mib, _, name = first[0].partition(",")
