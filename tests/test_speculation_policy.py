@@ -146,16 +146,18 @@ def test_the_probe_tells_a_patched_server_from_an_unpatched_one(stand_in: dict) 
 # -- through the agent ------------------------------------------------------------------------------
 
 
+async def _honours(_root: str, _key: str | None = None) -> bool:
+    """A server that honours per-request settings, as far as the agent's probe can tell."""
+    return True
+
+
 async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours_them(la_env, monkeypatch) -> None:
     from agent.events import SpeculationChosen, TurnFinished
     from localagent.agent_setup import AgentOptions, build_agent
     from localagent.context import AppContext
     from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
-    async def honours(_root: str, _key: str | None = None) -> bool:
-        return True
-
-    monkeypatch.setattr("server.speculation_probe.honours_request_limits", honours)
+    monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
     la_env.write_config('[agent]\nspeculation = "auto"\n')
     (la_env.workspace / "a.txt").write_text("alpha\n")
     turns = [
@@ -185,10 +187,7 @@ async def test_by_default_every_request_goes_with_the_servers_settings(la_env, m
     from localagent.context import AppContext
     from tests.scripted_model import ScriptedModelServer, ScriptedTurn
 
-    async def honours(_root: str, _key: str | None = None) -> bool:
-        return True
-
-    monkeypatch.setattr("server.speculation_probe.honours_request_limits", honours)
+    monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
     with ScriptedModelServer([ScriptedTurn(text="hi")], speculative=True) as model:
         ctx = AppContext.load(la_env.workspace)
         runtime = await build_agent(ctx, AgentOptions(base_url=model.base_url, headless=True))
