@@ -10,7 +10,7 @@ happen), and the record of the model requests, RequestSetup and RequestRecorded,
 ends do not need (they have Metrics) but ``localagent bench --replay`` does. Only yielded, never persisted, is the live progress of a request: TextDelta,
 ReasoningDelta, PromptProgress and Metrics.
 
-Resuming reads MessageAppended and HistoryReplaced back (agent.session_resume). Each event
+Resuming reads MessageAppended and HistoryReplaced back (agent.sessions.resume). Each event
 class names its ``type`` once, as the default of its ``type`` field; code that matches stored
 events uses the class attribute (``MessageAppended.type``), never the string.
 """

@@ -44,17 +44,16 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call
-from agent.sandbox_modes import sandbox_for
+from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call, sandbox_for
 from agent.speculation_policy import SpeculationPolicy
-from agent.tool_calls import (
+from agent.toolcalls import (
     AgentTool,
     ToolCall,
     assistant_message,
     calls_in_reply,
+    format_error_feedback,
     tool_message,
 )
-from agent.toolcall_text import format_error_feedback
 from agent.turn_state import TurnState, TurnStop
 from tools.base import ToolContext, ToolResult
 from tools.registry import openai_tool_specs

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from agent.events import FinishReason
-from agent.tool_calls import ToolCall
+from agent.toolcalls import ToolCall
 
 __all__ = [
     "FORMAT_ERRORS_STOP_AT",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.permission_rules import (
+from agent.permissions import (
     MODE_NAMES,
     ModeHint,
     PermissionConfigError,

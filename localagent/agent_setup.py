@@ -16,11 +16,9 @@ from agent.checkpoints import CheckpointStore
 from agent.events import Event
 from agent.instructions import load_instructions
 from agent.loop import Agent, AgentConfig, AgentTool, Recover
-from agent.permissions import PermissionPolicy, PermissionRules
+from agent.permissions import PermissionPolicy, PermissionRules, sandbox_for
 from agent.prompt import system_prompt
-from agent.sandbox_modes import sandbox_for
-from agent.session_resume import messages_from_events
-from agent.session_store import SessionStore, SessionWriter
+from agent.sessions import SessionStore, SessionWriter, messages_from_events
 from agent.speculation_policy import SpeculationPolicy
 from localagent.agent_options import (
     AgentOptions,  # also imported from here with build_agent

@@ -19,7 +19,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from agent.permission_rules import PermissionMode
+from agent.permissions import PermissionMode
 from localagent.errors import ConfigError
 from localagent.urls import url_problem
 from localagent.workspace_trust import (

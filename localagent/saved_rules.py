@@ -26,7 +26,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from agent.permission_rules import PermissionConfigError, Rule, check_rule_name
+from agent.permissions import PermissionConfigError, Rule, check_rule_name
 from localagent.config import PROJECT_FILE, project_file
 from localagent.context import approval_store
 from localagent.errors import ConfigError

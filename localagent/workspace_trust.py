@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.permission_rules import MODE_NAMES, PermissionConfigError, PermissionMode, Rule, check_rule_name
+from agent.permissions import MODE_NAMES, PermissionConfigError, PermissionMode, Rule, check_rule_name
 
 # Strictest first (the enum's order): a workspace may move the mode left, never right.
 MODE_ORDER = MODE_NAMES

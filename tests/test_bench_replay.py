@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.session_replay import read_session_file, replay_session
-from agent.session_store import SessionError
+from agent.sessions import SessionError
+from localagent.bench.session_replay import read_session_file, replay_session
 from server.bench.client import Endpoint
 from server.bench.replay_plan import ReplayRequest, ReplaySession, ReplaySettings, ReplayWorkload
 from server.bench.replay_summary import BIN_EDGES, bin_of, length_bins, summarize_replay
@@ -315,7 +315,7 @@ def test_a_fifo_a_directory_or_a_missing_file_is_refused_without_waiting(la_env)
 
 
 def test_a_file_with_more_requests_than_any_session_is_refused(tmp_path: Path) -> None:
-    from agent.session_replay import MAX_REPLAY_REQUESTS
+    from localagent.bench.session_replay import MAX_REPLAY_REQUESTS
 
     records = [{"type": "request_recorded", "messages": 2}] * (MAX_REPLAY_REQUESTS + 1)
     path = write_session(tmp_path / "many.jsonl", SETUP, USER, *records)

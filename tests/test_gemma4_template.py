@@ -19,7 +19,7 @@ What the template requires, and what is checked here (see the template in the ll
 - call arguments must be JSON objects (llama.cpp parses the string and refuses invalid JSON);
 - reasoning is kept only for calls after the last user message, as ``<|channel>thought``.
 The calls as the template writes them are read back by our text-form parser
-(``agent.toolcall_text``), so the parser is checked against the template's syntax itself.
+(``agent.toolcalls.text``), so the parser is checked against the template's syntax itself.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from agent.toolcall_text import parse_text_tool_calls
+from agent.toolcalls import parse_text_tool_calls
 from server.ports import free_port
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.session_store import SessionStore
-from agent.toolcall_text import parse_text_tool_calls
+from agent.sessions import SessionStore
+from agent.toolcalls import parse_text_tool_calls
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tools.base import ToolContext, ToolResult
 from tools.registry import builtin_tools

@@ -17,10 +17,10 @@ from agent.permissions import (
     resolve_without_person,
     rule_for_call,
 )
-from agent.shell_commands import analyse
-from agent.wildcards import glob_pattern as _glob_pattern
-from agent.wildcards import path_pattern as _path_pattern
-from agent.wildcards import star_pattern as _star_pattern
+from agent.permissions.shell import analyse
+from agent.permissions.wildcards import glob_pattern as _glob_pattern
+from agent.permissions.wildcards import path_pattern as _path_pattern
+from agent.permissions.wildcards import star_pattern as _star_pattern
 from tools.glob_patterns import compile_glob, glob_to_regex_source
 
 RM = "bash(rm -rf*)"

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.permissions import PermissionConfigError, PermissionPolicy, PermissionRules, Rule
-from agent.rule_names import BUILTIN_TOOL_NAMES, CLAUDE_ALIASES, MCP_NAME_MAX_LENGTH
+from agent.permissions import (
+    BUILTIN_TOOL_NAMES,
+    CLAUDE_ALIASES,
+    MCP_NAME_MAX_LENGTH,
+    PermissionConfigError,
+    PermissionPolicy,
+    PermissionRules,
+    Rule,
+)
 from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tools.mcp.names import MAX_NAME_LENGTH, tool_name
 from tools.registry import builtin_tools

@@ -130,7 +130,7 @@ def test_git_gets_no_secrets_and_a_fifo_config_does_not_hang(tmp_path: Path, mon
     from tools import safe_git
 
     monkeypatch.setattr(safe_git, "GIT_TIMEOUT_SECONDS", 2.0)
-    monkeypatch.setattr("agent.checkpoints.GIT_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr("agent.checkpoints.store.GIT_TIMEOUT_SECONDS", 2.0)
     from agent.checkpoints import CheckpointError
 
     store = CheckpointStore(repo, SESSION, tmp_path / "data")

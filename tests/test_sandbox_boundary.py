@@ -566,7 +566,7 @@ async def test_a_link_made_to_a_project_file_is_removed_and_the_file_kept(tmp_pa
 
 
 def test_outside_sandbox_never_gets_past_a_deny_rule_through_a_wrapper(tmp_path: Path) -> None:
-    from agent.permission_rules import PermissionRules
+    from agent.permissions import PermissionRules
 
     rules = PermissionRules.from_config({"deny": ["bash(git config*)"], "allow": ["bash(*)"]})
     policy = PermissionPolicy("full-auto", rules, bash_sandboxed=True)

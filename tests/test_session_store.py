@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.session_store import (
+from agent.sessions import (
     LIST_HINT,
     SessionError,
     SessionNotFoundError,

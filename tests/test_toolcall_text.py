@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.toolcall_text import (
+from agent.toolcalls.text import (
     TextToolCall,
     format_error_feedback,
     parse_text_tool_calls,

@@ -33,7 +33,7 @@ from acp.schema import (
 )
 
 from agent.permissions import MODE_NAMES
-from agent.session_store import SessionError, new_session_id
+from agent.sessions import SessionError, new_session_id
 from localagent.acp import updates
 from localagent.acp.prompt_text import prompt_text
 from localagent.acp.session import AcpSession
@@ -237,7 +237,7 @@ def _mcp_config_file(servers: list[Any], ctx: AppContext, given: Path | None) ->
 def _history_updates(events: list[dict[str, Any]], workspace: Path) -> list[Any]:
     """The saved conversation as the updates that showed it: the person's messages, the answers,
     and each tool call with its result."""
-    from agent.session_resume import messages_from_events
+    from agent.sessions import messages_from_events
     from tui.attachments import typed_part
 
     shown: list[Any] = []

@@ -11,12 +11,12 @@ from typing import Any
 
 from rich.markup import escape
 
-from agent.session_replay import read_session_file, replay_session
-from agent.session_store import SessionError, SessionStore
+from agent.sessions import SessionError, SessionStore
 from localagent.bench import replay_report
 from localagent.bench.formatting import fmt_speedup
 from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
 from localagent.bench.replay_chart import write_replay_chart
+from localagent.bench.session_replay import read_session_file, replay_session
 from localagent.console import out
 from localagent.errors import UsageError
 from server.bench.replay_plan import ReplaySession, ReplaySettings, ReplayWorkload

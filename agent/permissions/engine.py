@@ -5,12 +5,12 @@ the allow rules say (bash runs there only when it is sandboxed read-only); below
 tools may not write inside `.git` and must ask to change `.localagent.toml` or `.mcp.json`; then
 an ask rule; then an allow rule; then the mode's default.
 
-Rules match what a call touches, not only what it says (agent.call_view): a file path as
+Rules match what a call touches, not only what it says (agent.permissions.call_view): a file path as
 written and as resolved in the workspace, a bash command read through wrappers, quoting and
 command strings, a grep or glob by the files it would read. How each kind of rule matches is in
-agent.rule_matching; modes and the rules' syntax are in agent.permission_rules, the tool names
-they may use (Claude Code's among them) in agent.rule_names; patterns are matched in linear time
-by agent.wildcards.
+agent.permissions.rule_matching; modes and the rules' syntax are in agent.permissions.rules, the tool names
+they may use (Claude Code's among them) in agent.permissions.rule_names; patterns are matched in linear time
+by agent.permissions.wildcards.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.call_view import CallView
-from agent.path_targets import normalise_path
-from agent.permission_rules import (
+from agent.permissions.call_view import CallView
+from agent.permissions.path_targets import normalise_path
+from agent.permissions.rule_matching import allowing_rules, first_restricting, rules_cannot_tell
+from agent.permissions.rules import (
     BASH_TOOL,
     FILE_EDIT_TOOLS,
     MODE_NAMES,
@@ -38,9 +39,8 @@ from agent.permission_rules import (
     Rule,
     default_mode_hint,
 )
-from agent.rule_matching import allowing_rules, first_restricting, rules_cannot_tell
-from agent.shell_commands import analyse
-from agent.wildcards import escape_star
+from agent.permissions.shell.commands import analyse
+from agent.permissions.wildcards import escape_star
 
 __all__ = [
     "FILE_EDIT_TOOLS",

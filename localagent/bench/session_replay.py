@@ -21,8 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.events import HistoryReplaced, MessageAppended, RequestRecorded, RequestSetup, ToolCallFinished, TurnStarted
-from agent.session_resume import repair_interrupted_calls
-from agent.session_store import LoadedSession, SessionError, parse_session
+from agent.sessions import LoadedSession, SessionError, parse_session, repair_interrupted_calls
 from server.bench.replay_plan import RecordedNumbers, ReplayRequest, ReplaySession
 from tools.regular_files import NotRegularFile, read_regular_file
 

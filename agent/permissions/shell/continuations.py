@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from agent.shell_tree import heredoc_quoted, parse_tree
+from agent.permissions.shell.tree import heredoc_quoted, parse_tree
 
 __all__ = ["join_continuations"]
 

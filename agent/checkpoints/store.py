@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.checkpoint_git import CheckpointError, SnapshotRepo
-from agent.checkpoint_preimages import Preimages
+from agent.checkpoints.preimages import Preimages
+from agent.checkpoints.repository import CheckpointError, SnapshotRepo
 from agent.text_lines import one_line
 
-# Re-exported: tests patch the timeout here (the message that names it is agent.checkpoint_git's).
+# Re-exported: tests patch the timeout here (the message that names it is agent.checkpoints.repository's).
 from tools.safe_git import GIT_TIMEOUT_SECONDS  # noqa: F401  # re-exported for tests that patch it here
 
 __all__ = ["REF_NAMESPACE", "Checkpoint", "CheckpointError", "CheckpointStore"]

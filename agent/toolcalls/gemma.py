@@ -8,7 +8,7 @@ from collections.abc import Collection
 from typing import Any
 
 from agent.text_lines import one_line
-from agent.toolcall_json import (
+from agent.toolcalls.json_calls import (
     DECODER,
     ParseError,
     TextToolCall,
@@ -19,7 +19,7 @@ from agent.toolcall_json import (
 __all__ = ["GEMMA_BLOCK", "parse_gemma_block"]
 
 # Like every block form, it also ends at the next opening tag or the end of the text (see
-# agent.toolcall_text).
+# agent.toolcalls.text).
 GEMMA_BLOCK = re.compile(r"<\|tool_call>(.*?)(?:<tool_call\|>|(?=<\|tool_call>)|\Z)", re.S)
 
 _GEMMA_QUOTE = '<|"|>'

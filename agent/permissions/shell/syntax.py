@@ -4,7 +4,7 @@ Pipelines, lists, subshells, braces, conditionals and loops are walked for the s
 they hold; words are read after quote removal, a value only bash can know being a hole; output
 redirected into a file is noted. Whatever the reader cannot follow with confidence (syntax it
 does not know, arithmetic on variables, substitutions the parser left inside plain text) is a
-doubt. What a simple command then runs is for agent.shell_programs.
+doubt. What a simple command then runs is for agent.permissions.shell.programs.
 """
 
 from __future__ import annotations
@@ -14,9 +14,18 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from agent.shell_continuations import join_continuations
-from agent.shell_tree import heredoc_quoted, named_descendants, node_text, parse_tree
-from agent.shell_words import SimpleCommand, Word, ansi_c, hides_substitution, short, squash, unescape, unescape_double
+from agent.permissions.shell.continuations import join_continuations
+from agent.permissions.shell.tree import heredoc_quoted, named_descendants, node_text, parse_tree
+from agent.permissions.shell.words import (
+    SimpleCommand,
+    Word,
+    ansi_c,
+    hides_substitution,
+    short,
+    squash,
+    unescape,
+    unescape_double,
+)
 
 __all__ = ["MAX_DEPTH", "SyntaxReader"]
 

@@ -1,7 +1,7 @@
 """A tool call as the permission rules see it: what it touches, not only what it says.
 
-A file path is seen as written and as resolved in the workspace (agent.path_targets); a bash
-command as read through wrappers, quoting and command strings (agent.shell_commands), and also
+A file path is seen as written and as resolved in the workspace (agent.permissions.path_targets); a bash
+command as read through wrappers, quoting and command strings (agent.permissions.shell.commands), and also
 loosely, ignoring quotes, so that a deny or ask rule errs on the side of stopping; a grep or
 glob call as the path it searches and which files under it its pattern lets through.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.path_targets import PathTarget, path_target
-from agent.permission_rules import BASH_TOOL, PATH_TOOLS, SEARCH_TOOLS
-from agent.shell_commands import CommandAnalysis, analyse
-from agent.wildcards import glob_pattern
+from agent.permissions.path_targets import PathTarget, path_target
+from agent.permissions.rules import BASH_TOOL, PATH_TOOLS, SEARCH_TOOLS
+from agent.permissions.shell.commands import CommandAnalysis, analyse
+from agent.permissions.wildcards import glob_pattern
 
 __all__ = ["CallView", "Search"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import textwrap
 
-from agent.call_view import CallView
-from agent.permission_rules import PermissionRules, Rule
-from agent.search_reach import prefix_below, search_reaches
-from agent.shell_commands import CommandAnalysis
-from agent.wildcards import could_match, has_wildcard, path_pattern, star_pattern
+from agent.permissions.call_view import CallView
+from agent.permissions.rules import PermissionRules, Rule
+from agent.permissions.search_reach import prefix_below, search_reaches
+from agent.permissions.shell.commands import CommandAnalysis
+from agent.permissions.wildcards import could_match, has_wildcard, path_pattern, star_pattern
 
 __all__ = ["allowing_rules", "first_restricting", "rules_cannot_tell"]
 

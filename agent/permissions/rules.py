@@ -2,7 +2,7 @@
 
 Rules are written as in Claude Code: `bash(git status*)`, `edit(src/**)`, `view`, `mcp__git__*`.
 Before the parentheses is a tool name, Claude Code's name for ours (`Read(.env)`) or a glob on
-the tool name (agent.rule_names); inside is a pattern on the call: the command for bash, the
+the tool name (agent.permissions.rule_names); inside is a pattern on the call: the command for bash, the
 workspace-relative path for file tools, the one-line call summary otherwise. A name that names
 no tool is an error when the rules come from the configuration.
 """
@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any, Literal, get_args
 
 from agent.errors import AgentError
-from agent.rule_names import is_file_alias, known_names_line, tool_globs, unknown_name_problem
+from agent.permissions.rule_names import is_file_alias, known_names_line, tool_globs, unknown_name_problem
 
 __all__ = [
     "ACTIONS",

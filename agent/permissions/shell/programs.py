@@ -12,10 +12,18 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from agent.shell_options import Option, Unwrapped, find_exec, read_option, shell_script, unwrap, xargs_replace
-from agent.shell_syntax import MAX_DEPTH, SyntaxReader
-from agent.shell_words import ASSIGNMENT, SimpleCommand, Word, short
-from agent.shell_wrappers import (
+from agent.permissions.shell.options import (
+    Option,
+    Unwrapped,
+    find_exec,
+    read_option,
+    shell_script,
+    unwrap,
+    xargs_replace,
+)
+from agent.permissions.shell.syntax import MAX_DEPTH, SyntaxReader
+from agent.permissions.shell.words import ASSIGNMENT, SimpleCommand, Word, short
+from agent.permissions.shell.wrappers import (
     COMMAND_PROPERTIES,
     PARALLEL,
     PARALLEL_REPLACEMENT,

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from json_repair import repair_json
 
 from agent.completion import StepResult, StreamedToolCall
-from agent.toolcall_text import parse_text_tool_calls
+from agent.toolcalls.text import parse_text_tool_calls
 from tools.base import ToolContext, ToolResult
 from tools.schema_validation import validate_arguments
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.permission_rules import PermissionMode
+from agent.permissions.rules import PermissionMode
 from tools.sandbox import SandboxPolicy
 
 

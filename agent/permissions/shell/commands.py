@@ -14,18 +14,18 @@ lets a deny rule pass it silently. Commands whose text is only there at run time
 a shell given a script file (`bash x.sh`, `source x.sh`) or standard input it cannot see
 (`... | bash /dev/stdin`, `xargs sh -c`), and wrappers that start a shell with no command.
 
-The pieces: agent.shell_words (words and commands), agent.shell_continuations, agent.shell_syntax
-(the tree, read), agent.shell_programs (what commands run), agent.shell_wrappers and
-agent.shell_options (wrappers and their options).
+The pieces: agent.permissions.shell.words (words and commands), agent.permissions.shell.continuations, agent.permissions.shell.syntax
+(the tree, read), agent.permissions.shell.programs (what commands run), agent.permissions.shell.wrappers and
+agent.permissions.shell.options (wrappers and their options).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from agent.shell_continuations import join_continuations
-from agent.shell_programs import CommandReader
-from agent.shell_words import CommandAnalysis, SimpleCommand, Word
+from agent.permissions.shell.continuations import join_continuations
+from agent.permissions.shell.programs import CommandReader
+from agent.permissions.shell.words import CommandAnalysis, SimpleCommand, Word
 
 __all__ = ["CommandAnalysis", "SimpleCommand", "Word", "analyse", "join_continuations"]
 

@@ -3,7 +3,7 @@
 The table says, for `sudo`, `nice`, `timeout`, `xargs`, `env`, `strace`, ..., which short and long
 options take a value, which stop it from running anything (`command -v`), what operands come
 before the command, and whether it may start a shell that reads standard input instead.
-agent.shell_options reads a command line by these rules.
+agent.permissions.shell.options reads a command line by these rules.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The store is generic: events are plain dicts with a `type`. It knows two of the agent's event
 types, to count a session's turns and to fsync at turn boundaries; which events the loop
 persists is written down in agent.events, and rebuilding a conversation from them is
-agent.session_resume.
+agent.sessions.resume.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from agent.shell_words import ASSIGNMENT, Word
-from agent.shell_wrappers import Wrapper
+from agent.permissions.shell.words import ASSIGNMENT, Word
+from agent.permissions.shell.wrappers import Wrapper
 
 __all__ = ["Option", "Unwrapped", "find_exec", "read_option", "shell_script", "unwrap", "xargs_replace"]
 

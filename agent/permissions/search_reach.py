@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import posixpath
 
-from agent.call_view import CallView, Search
-from agent.permission_rules import PermissionRules, Rule
-from agent.wildcards import Wildcard, glob_pattern, path_pattern
+from agent.permissions.call_view import CallView, Search
+from agent.permissions.rules import PermissionRules, Rule
+from agent.permissions.wildcards import Wildcard, glob_pattern, path_pattern
 from tools.file_listing import ALWAYS_SKIPPED_DIRS
 
 __all__ = ["prefix_below", "search_reaches"]

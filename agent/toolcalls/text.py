@@ -7,8 +7,8 @@ coder's XML-ish form, or a fenced JSON block). This module turns those texts
 back into calls so the agent loop can run them, and produces the error text
 that teaches the model the expected format when it gets it wrong.
 
-Gemma's syntax is read in agent.toolcall_gemma, the JSON shapes all forms share in
-agent.toolcall_json; the arguments of a call are checked against the tool's schema by the
+Gemma's syntax is read in agent.toolcalls.gemma, the JSON shapes all forms share in
+agent.toolcalls.json_calls; the arguments of a call are checked against the tool's schema by the
 loop (tools.schema_validation), not here.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.toolcall_gemma import GEMMA_BLOCK, parse_gemma_block
-from agent.toolcall_json import (
+from agent.toolcalls.gemma import GEMMA_BLOCK, parse_gemma_block
+from agent.toolcalls.json_calls import (
     DECODER,
     ParseError,
     TextToolCall,
