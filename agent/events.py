@@ -3,7 +3,7 @@ the session file stores part of it.
 
 What is persisted: the loop hands these to its sink (``Agent.sink``, which appends them to the
 session file) as well as yielding them: TurnStarted, MessageAppended, HistoryReplaced,
-ToolCallStarted, ToolCallFinished, ApprovalRequested (without its future), Notice, ErrorEvent
+ToolCallStarted, ToolCallFinished, ApprovalRequested, Notice, ErrorEvent
 and TurnFinished. Some go to the sink only: the TurnFinished of a cancelled turn and the
 MessageAppended results given to calls the turn left unanswered (the turn is over when they
 happen), and the record of the model requests, RequestSetup and RequestRecorded, which front
@@ -17,7 +17,6 @@ events uses the class attribute (``MessageAppended.type``), never the string.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -31,8 +30,8 @@ class Event:
     type: str = field(init=False, default="event")
 
     def to_dict(self) -> dict[str, Any]:
-        # Not dataclasses.asdict: it deep-copies every field, and a Future cannot be copied.
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+        # Not dataclasses.asdict: it deep-copies every field, and the history it carries is large.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,8 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
-    """A person must decide. The consumer resolves ``future`` with "once", "always" or "deny"."""
+    """The loop is waiting for a person's answer about this call (asked through the front end's
+    ``approve`` callback, agent.approval); front ends show the call as waiting."""
 
     call_id: str
     name: str
@@ -85,13 +85,8 @@ class ApprovalRequested(Event):
     arguments: dict[str, Any]
     reason: str
     diff: str | None = None
-    _future: asyncio.Future[str] | None = field(default=None, compare=False, repr=False)
+    rule: str = ""  # what "allow always" would allow
     type: str = field(init=False, default="approval_requested")
-
-    @property
-    def future(self) -> asyncio.Future[str]:
-        assert self._future is not None
-        return self._future
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from agent.approval import ApprovalRequest, Approve
 from agent.compaction import Compactor
 from agent.completion import (
     StepResult,
@@ -79,7 +80,6 @@ class AgentConfig:
     model: str = "local"
     max_steps: int = 50
     compact_threshold: float = 0.8
-    headless: bool = False
     sampling: dict[str, Any] = field(default_factory=dict)
     # Drafting chosen per request; None: the server's own settings for every request (a server
     # that does not honour per-request limits, or `agent.speculation = "server"`).
@@ -109,6 +109,7 @@ class Agent:
         history: list[dict[str, Any]] | None = None,
         sink: EventSink | None = None,
         before_turn: Callable[[int], Awaitable[None]] | None = None,
+        approve: Approve | None = None,
     ) -> None:
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -120,6 +121,9 @@ class Agent:
         # Gets every event that goes into the session file; see agent.events for which those are.
         self.sink = sink
         self.before_turn = before_turn  # e.g. a checkpoint of the working tree
+        # Asks a person when the policy says ask. None: no one can answer (a headless run), and
+        # the call is refused with what would allow it. A front end may set it after building.
+        self.approve = approve
         # Built once: the serialised tool list is part of the cached prompt prefix.
         self.tool_specs = openai_tool_specs(tools)
         system = {"role": "system", "content": system_prompt}
@@ -371,21 +375,26 @@ class Agent:
         decision = self.policy.decide(
             tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=arguments
         )
-        if decision.action == "ask" and self.config.headless:
+        if decision.action == "ask" and self.approve is None:
             decision = resolve_without_person(decision)
         if decision.action == "deny":
             yield f"Not allowed: {decision.reason}"
             return
-        if decision.action == "ask":
-            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            preview = tool.preview(arguments, self.tool_ctx)
-            yield self._emit(
-                ApprovalRequested(call.id, call.name, summary, arguments, decision.reason, preview, future)
+        if decision.action == "ask" and self.approve is not None:
+            request = ApprovalRequest(
+                call.id,
+                call.name,
+                summary,
+                arguments,
+                decision.reason,
+                tool.preview(arguments, self.tool_ctx),
+                rule_for_call(tool.name, summary),
             )
-            answer = await future
-            if answer == "always":
-                self.policy.add_rule("allow", rule_for_call(tool.name, summary))
-            if answer == "deny":
+            yield self._emit(ApprovalRequested(**vars(request)))
+            approval = await self.approve(request)
+            if approval.rule is not None:
+                self.policy.add_rule("allow", approval.rule)
+            if approval.answer == "deny":
                 yield "The user denied this call. Do not retry it; ask or try another way."
                 return
         yield None

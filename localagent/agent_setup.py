@@ -12,6 +12,7 @@ from typing import Any, cast
 import httpx2
 from openai import AsyncOpenAI
 
+from agent.approval import Approve
 from agent.checkpoints import CheckpointStore
 from agent.events import Event
 from agent.instructions import load_instructions
@@ -141,6 +142,7 @@ async def build_agent(
     *,
     shared: Endpoint | None = None,
     session_id: str | None = None,
+    approve: Approve | None = None,
 ) -> AgentRuntime:
     policy, sandbox = permission_policy(ctx, options)
     store = session_store(ctx)
@@ -190,6 +192,7 @@ async def build_agent(
         model=model,
         speculation=speculation,
     )
+    agent.approve = approve  # None: no one to ask (a headless run refuses what would ask)
     notes += [note for note in (sandbox_note(sandbox), checkpoints.notice) if note]
     return AgentRuntime(
         agent,
@@ -303,7 +306,6 @@ def assemble_agent(
             model=model,
             max_steps=options.max_steps or settings.max_steps,
             compact_threshold=settings.compact_threshold,
-            headless=options.headless,
             sampling=request_sampling(ctx, options),
             speculation=speculation,
         ),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.approval import ApprovalRequest, Approve
 from agent.events import (
     ApprovalRequested,
     Event,
@@ -30,6 +31,7 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from agent.permissions import rule_for_call
 
 if TYPE_CHECKING:
     from agent.checkpoints import CheckpointStore
@@ -84,6 +86,7 @@ class SyntheticAgent:
     # A bash command each turn asks approval for before it answers; the answers are kept.
     ask_for: str | None = None
     answers: list[str] = field(default_factory=list)
+    approve: Approve | None = None
     emitted: int = 0
     # Stop after this many tokens (their Metrics included) until ``resume`` is set: tests look at
     # the screen in the middle of a turn.
@@ -99,11 +102,13 @@ class SyntheticAgent:
         self.messages.append({"role": "user", "content": user_text})
         yield MessageAppended(self.messages[-1])
         if self.ask_for is not None:
-            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             arguments = {"command": self.ask_for}
             reason = "ask mode: bash needs approval"
-            yield ApprovalRequested(f"ask_{turn}", "bash", self.ask_for, arguments, reason, None, future)
-            self.answers.append(await future)
+            rule = rule_for_call("bash", self.ask_for)
+            request = ApprovalRequest(f"ask_{turn}", "bash", self.ask_for, arguments, reason, None, rule)
+            yield ApprovalRequested(**vars(request))
+            assert self.approve is not None, "the TUI supplies approve when the runtime arrives"
+            self.answers.append((await self.approve(request)).answer)
         text = synthetic_tokens(self.tokens)
         start = time.monotonic()
         prompt_n = 600

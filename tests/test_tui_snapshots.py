@@ -7,10 +7,9 @@ widgets, with fixed durations and timestamps, so every run draws the same screen
 
 from __future__ import annotations
 
-import asyncio
-
 from textual.pilot import Pilot
 
+from agent.approval import ApprovalRequest
 from agent.events import (
     ApprovalRequested,
     MessageAppended,
@@ -22,6 +21,7 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from agent.permissions import rule_for_call
 from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
 from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
@@ -173,16 +173,16 @@ def test_approval_modal(snap_compare):
         await app.chat.conversation.add_user("Fix add() in calc.py.")
         arguments = {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}
         await app.chat.show_event(ToolCallStarted("call_1", "edit", arguments, "calc.py"))
-        request = ApprovalRequested(
+        request = ApprovalRequest(
             "call_1",
             "edit",
             "calc.py",
             arguments,
             "ask mode: edit needs approval",
             EDIT_DIFF,
-            asyncio.get_running_loop().create_future(),
+            rule_for_call("edit", "calc.py"),
         )
-        await app.chat.show_event(request)
+        await app.chat.show_event(ApprovalRequested(**vars(request)))
         app.push_screen(ApprovalScreen(request))
         await pilot.pause(0.1)
 
@@ -217,16 +217,16 @@ def test_approval_modal_with_saving(snap_compare, tmp_path):
         await app.chat.conversation.add_user("Run the tests.")
         arguments = {"command": "pytest -q tests/test_calc.py"}
         await app.chat.show_event(ToolCallStarted("call_1", "bash", arguments, arguments["command"]))
-        request = ApprovalRequested(
+        request = ApprovalRequest(
             "call_1",
             "bash",
             arguments["command"],
             arguments,
             "ask mode: bash needs approval",
             None,
-            asyncio.get_running_loop().create_future(),
+            rule_for_call("bash", arguments["command"]),
         )
-        await app.chat.show_event(request)
+        await app.chat.show_event(ApprovalRequested(**vars(request)))
         app.push_screen(ApprovalScreen(request, app.runtime))  # type: ignore[arg-type]  # the synthetic runtime stands in for the rule store
         await pilot.pause(0.1)
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agent.approval import Approve
 from agent.events import Event
 from server.supervisor import SupervisorStatus
 
@@ -38,6 +39,9 @@ class TuiPolicy(Protocol):
 
 
 class TuiAgent(Protocol):
+    # Set by the chat screen when the runtime arrives: the person at the screen answers.
+    approve: Approve | None
+
     @property
     def totals(self) -> dict[str, int]: ...
 

@@ -153,7 +153,9 @@ class LocalAgentAcp:
                 base_url, handle, n_ctx = await connect_endpoint(ctx, options, session.on_status)
                 self._endpoint = Endpoint(base_url, handle, n_ctx)
         try:
-            return await build_agent(ctx, options, session.on_status, shared=self._endpoint, session_id=session_id)
+            return await build_agent(
+                ctx, options, session.on_status, shared=self._endpoint, session_id=session_id, approve=session.approve
+            )
         finally:
             # The editor's MCP servers are read by now; their file holds tokens and is not kept.
             if options.mcp_config is not None and options.mcp_config != self.options.mcp_config:

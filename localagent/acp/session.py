@@ -17,8 +17,8 @@ from typing import Any, cast
 from acp import RequestError
 from acp.schema import AllowedOutcome, PermissionOption, PromptResponse, Usage
 
+from agent.approval import Approval, ApprovalRequest
 from agent.events import (
-    ApprovalRequested,
     ErrorEvent,
     Event,
     MessageAppended,
@@ -30,12 +30,11 @@ from agent.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from agent.permissions import rule_for_call
 from localagent.acp import updates
 from localagent.agent_setup import AgentRuntime
 from server.supervisor import SupervisorStatus
 
-# What the person picks when the policy asks; the answers are the ones ApprovalRequested takes.
+# What the person picks when the policy asks; the option ids are agent.approval's answers.
 PERMISSION_OPTIONS = [
     PermissionOption(option_id="once", name="Allow once", kind="allow_once"),
     PermissionOption(option_id="always", name="Allow for this session", kind="allow_always"),
@@ -186,8 +185,6 @@ class AcpSession:
             update, view = updates.started(event, workspace)
             views[event.call_id] = view
             await self.send(update, {})
-        elif isinstance(event, ApprovalRequested):
-            await self._approve(event)
         elif isinstance(event, ToolCallFinished):
             if event.call_id in views:
                 view = views.pop(event.call_id)
@@ -202,19 +199,17 @@ class AcpSession:
         elif isinstance(event, TurnFinished) and event.message and event.reason not in ("done", "cancelled"):
             await self.send(updates.message(f"\n\n({event.message})\n"), {})
 
-    async def _approve(self, event: ApprovalRequested) -> None:
-        """Ask the person through the editor; a cancelled request denies (the turn is being cancelled)."""
-        rule = rule_for_call(event.name, event.summary)
-        reason = f'{event.reason}\n\n"Allow for this session" allows {rule} until the session ends.'
-        call = updates.permission_call(event.call_id, event.name, event.summary, reason, event.diff)
+    async def approve(self, request: ApprovalRequest) -> Approval:
+        """The agent's ``approve``: ask the person through the editor. A client that cannot answer
+        (or a request cancelled with the turn) has not allowed anything."""
+        reason = f'{request.reason}\n\n"Allow for this session" allows {request.rule} until the session ends.'
+        call = updates.permission_call(request.call_id, request.name, request.summary, reason, request.diff)
         try:
             response = await self.ask(call)
         except Exception:  # noqa: BLE001 - a client that cannot answer has not allowed anything
-            event.future.set_result("deny")
-            return
+            return Approval("deny")
         outcome = response.outcome
-        answer = outcome.option_id if isinstance(outcome, AllowedOutcome) else "deny"
-        event.future.set_result(answer if answer in ("once", "always") else "deny")
+        return Approval.of(outcome.option_id if isinstance(outcome, AllowedOutcome) else "deny", request)
 
     def _meta(self, numbers: updates.LiveNumbers) -> dict[str, Any]:
         loop = asyncio.get_running_loop()

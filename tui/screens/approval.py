@@ -18,8 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Static
 
-from agent.events import ApprovalRequested
-from agent.permissions import rule_for_call
+from agent.approval import Answer, ApprovalRequest
 from tools.terminal_text import terminal_safe
 from tui import formatting
 from tui.runtime import RuleStore
@@ -27,7 +26,6 @@ from tui.screens.question import QuestionScreen
 from tui.screens.save_rule import RuleSave, SaveRuleScreen
 from tui.widgets.diff_view import DiffView
 
-Answer = str  # "once" | "always" | "deny", what ApprovalRequested.future expects
 RESERVED_KEYS = frozenset("yand123")
 
 
@@ -41,7 +39,7 @@ def save_keys(labels: list[str]) -> list[str]:
     return keys
 
 
-class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
+class ApprovalScreen(QuestionScreen[ApprovalRequest, Answer]):
     CSS_PATH = "approval.tcss"
     BINDINGS = [
         Binding("y,1", "answer('once')", "Allow once"),
@@ -50,10 +48,10 @@ class ApprovalScreen(QuestionScreen[ApprovalRequested, Answer]):
     ]
     ANSWERS = {"once": "once", "always": "always", "deny": "deny"}
 
-    def __init__(self, request: ApprovalRequested, rules: RuleStore | None = None) -> None:
+    def __init__(self, request: ApprovalRequest, rules: RuleStore | None = None) -> None:
         super().__init__(request)
         self.rules = rules
-        self.rule = rule_for_call(request.name, request.summary)
+        self.rule = request.rule
         self.targets = _targets(rules)
         self.keys = save_keys([label for label, _ in self.targets])
 

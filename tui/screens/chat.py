@@ -29,6 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from agent.approval import Approval, ApprovalRequest
 from agent.events import (
     ApprovalRequested,
     ErrorEvent,
@@ -136,6 +137,7 @@ class ChatScreen(SlashCommands, Screen[None]):
     async def attach(self, runtime: TuiRuntime) -> None:
         self.runtime = runtime
         agent = self.agent
+        agent.approve = self.approve  # the person at this screen answers the policy's questions
         self.metrics.model.n_ctx = agent.n_ctx
         self.metrics.model.set_totals(agent.totals)
         if runtime.server is None or runtime.server.supervisor is None:
@@ -268,7 +270,7 @@ class ChatScreen(SlashCommands, Screen[None]):
         await self.consume(self.agent.compact_now())
 
     async def consume(self, events: AsyncIterator[Event]) -> None:
-        """Show every event; when one asks for approval, ask the user before taking the next."""
+        """Show every event (approvals are asked through ``approve``, which the agent calls)."""
         held_since = time.monotonic()
         try:
             while True:
@@ -280,16 +282,17 @@ class ChatScreen(SlashCommands, Screen[None]):
                 if time.monotonic() - held_since > YIELD_EVERY_S:
                     await asyncio.sleep(0)
                     held_since = time.monotonic()
-                if isinstance(event, ApprovalRequested):
-                    answer = await self.app.push_screen_wait(ApprovalScreen(event, rule_store(self.runtime)))
-                    if not event.future.done():
-                        event.future.set_result(answer)
-                    block = self.conversation.tool_blocks.get(event.call_id)
-                    if block is not None:
-                        block.set_running()
         except asyncio.CancelledError:
             await self._after_cancel(events)
             raise
+
+    async def approve(self, request: ApprovalRequest) -> Approval:
+        """The agent's ``approve``: asked from inside the turn's worker, so the modal can be awaited."""
+        answer = await self.app.push_screen_wait(ApprovalScreen(request, rule_store(self.runtime)))
+        block = self.conversation.tool_blocks.get(request.call_id)
+        if block is not None:
+            block.set_running()
+        return Approval.of(answer, request)
 
     async def _after_cancel(self, events: AsyncIterator[Event]) -> None:
         while isinstance(self.app.screen, SaveRuleScreen | ApprovalScreen):
