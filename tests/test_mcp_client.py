@@ -191,6 +191,42 @@ async def test_servers_that_fail_to_start_are_reported_and_skipped(tmp_path, ctx
         assert (await call(mcp, "mcp__echo__echo", ctx, text="ok")).output == "ok"
 
 
+async def test_arguments_a_tool_cannot_run_are_refused_before_they_reach_the_server(tmp_path, ctx, monkeypatch):
+    async with manager(tmp_path, stdio()) as mcp:
+        (connection,) = {t.connection for t in mcp.tools()}
+        sent: list[tuple[str, dict]] = []
+        forward = connection.call
+
+        async def recording_call(tool: str, arguments: dict):
+            sent.append((tool, arguments))
+            return await forward(tool, arguments)
+
+        monkeypatch.setattr(connection, "call", recording_call)
+        refused = {
+            ("mcp__echo__echo", "text", 5): "invalid arguments for mcp__echo__echo: "
+            "argument 'text' must be of type string, got 5 (integer)",
+            ("mcp__echo__echo", "bogus", 1): "invalid arguments for mcp__echo__echo: missing required argument 'text'",
+            # An unpaired surrogate fits the schema, but the transport cannot encode it: sent, it
+            # broke the connection. NaN fits too, and would arrive as null.
+            ("mcp__echo__echo", "text", "\ud800"): "argument 'text' contains an unpaired surrogate "
+            "(invalid Unicode); send valid UTF-8 text",
+            ("mcp__echo__sleep", "seconds", float("nan")): "argument 'seconds' is nan, "
+            "which is not a number JSON allows; send a finite number",
+        }
+        for (tool, key, value), message in refused.items():
+            result = await call(mcp, tool, ctx, **{key: value})
+            assert (result.output, result.is_error) == (message, True)
+        # Nested models behind $ref are checked against the server's own schema.
+        trip = await call(mcp, "mcp__echo__plan_trip", ctx, stops=[{"city": "Gdansk"}], options={"travel_mode": "jet"})
+        assert trip.is_error and "options.travel_mode" in trip.output and "\n" not in trip.output
+        assert sent == []
+
+        assert (await call(mcp, "mcp__echo__echo", ctx, text="fine")).output == "fine"
+        assert sent == [("echo", {"text": "fine"})]
+        assert mcp.states()[0].state == "ready"
+    assert (tmp_path / "logs" / "echo.log").read_text().count("echo server starting") == 1
+
+
 # -- streamable HTTP ----------------------------------------------------------------------------
 
 

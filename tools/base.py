@@ -42,6 +42,12 @@ def hostile_value_problem(value: Any, name: str = "") -> str | None:
     return None
 
 
+def arguments_problem(name: str, schema: dict[str, Any], args: Any) -> str | None:
+    """Why `args` cannot be run as they are (off the tool's schema, or holding hostile values),
+    or None. Every tool's `run` asks this first, built-in (`Tool.run`) or MCP (`McpTool.run`)."""
+    return validate_arguments(name, schema, args) or hostile_value_problem(args)
+
+
 class ToolError(Exception):
     """A problem the model (or a person) can fix; the message is shown to them verbatim."""
 
@@ -113,7 +119,7 @@ class Tool(ABC):
 
     def argument_problem(self, args: Any) -> str | None:
         """Why `args` cannot be run as they are (schema or hostile values), or None."""
-        return validate_arguments(self.name, self.parameters, args) or hostile_value_problem(args)
+        return arguments_problem(self.name, self.parameters, args)
 
     def preview(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         """What the call would change, for an approval prompt: a unified diff, or None.

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp_types import Tool as RemoteTool
 
-from tools.base import ToolContext, ToolResult
+from tools.base import ToolContext, ToolResult, arguments_problem
 from tools.mcp.client import McpCallError, ServerConnection
 from tools.mcp.results import to_tool_result
 
@@ -32,6 +32,14 @@ class McpTool:
         self.scratch_dir = scratch_dir
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Check the arguments as every tool does, then call the server; a refusal never leaves here.
+
+        The agent loop checks the schema too, but not the values JSON allows and the transport
+        cannot send (an unpaired surrogate breaks the connection), and not every caller is the loop.
+        """
+        problem = arguments_problem(self.name, self.parameters, args)
+        if problem is not None:
+            return ToolResult.error(problem, mcp_server=self.server_name, mcp_tool=self.remote_name)
         try:
             result = await self.connection.call(self.remote_name, args)
         except McpCallError as exc:
