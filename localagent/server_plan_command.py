@@ -12,6 +12,7 @@ from rich.table import Table
 
 from localagent.console import err, out
 from localagent.errors import UsageError
+from server.engines import launched_engine
 
 if TYPE_CHECKING:
     from localagent.context import AppContext
@@ -26,7 +27,7 @@ def show_plan(args: argparse.Namespace, ctx: AppContext, profile_name: Callable[
     if args.vram is not None and not 0 < args.vram <= 4096:
         raise UsageError(f"--vram {args.vram:g} is not a card's memory in GiB; e.g. --vram 24")
     profile = get_profile(ctx.profiles, profile_name(ctx, args.profile))
-    if profile.engine != "llama.cpp":
+    if launched_engine(profile) is not None:
         raise UsageError(f"server plan reads GGUF models; profile {profile.name!r} runs on {profile.engine}")
     dirs = ctx.paths.server_dirs().model_dirs
     target = find_shape(profile.model, dirs)

@@ -22,7 +22,7 @@ from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
 from server.dirs import ServerDirs
-from server.engine_launch import engine_model, engine_plan, require_engine
+from server.engines import engine_model, engine_plan, launched_engine, require_engine
 from server.errors import NotRunningError, PortError, StartError
 from server.exposure import is_loopback, load_or_create_api_key
 from server.models import check_draft_format, resolve_models
@@ -109,7 +109,7 @@ class ServerManager:
         binary: Path | None = None,
     ) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
-        if profile.engine != "llama.cpp":
+        if launched_engine(profile) is not None:
             return profile, self._engine_plan(profile, port, fetch), ResolvedModels(model=Path(engine_model(profile)))
         if binary is None:
             binary = self.binary().path

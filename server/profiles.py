@@ -33,8 +33,8 @@ SpecType = Literal[
     "ngram-cache",
 ]
 # Who serves the profile. llama.cpp profiles run a llama-server localagent builds; vLLM and SGLang
-# profiles print (and, where installed, run) that engine's own launch command (server.engine_launch).
-Engine = Literal["llama.cpp", "vllm", "sglang"]
+# profiles print (and, where installed, run) that engine's own launch command (server.engines).
+EngineName = Literal["llama.cpp", "vllm", "sglang"]
 # Speculation that needs a draft network: its own model, DFlash's block drafter, or an EAGLE head.
 DRAFTED_TYPES = ("dflash", "draft", "eagle", "eagle3")
 Layers = int | Literal["all", "auto"]
@@ -135,7 +135,7 @@ class Speculative(_Strict):
 class Profile(_Strict):
     name: str
     description: str = ""
-    engine: Engine = "llama.cpp"
+    engine: EngineName = "llama.cpp"
     model: ModelSource
     # The name sent as the request's `model`; None: ask the server's /v1/models.
     model_id: str | None = None

@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx2
 
-from server.engine_metrics import LLAMA_CPP, collect
+from server.engines import LLAMA_CPP
+from server.engines.metrics import collect
 from server.http import auth_headers
 
 
@@ -87,7 +88,7 @@ class MetricsSnapshot:
     predicted_tokens_seconds: float | None = None  # gauge: average since the previous scrape
     prompt_tokens_seconds: float | None = None
     requests_processing: float | None = None
-    engine: str = LLAMA_CPP
+    engine: str = LLAMA_CPP.key
     # Prompt tokens looked up in the prefix cache, and found (vLLM, SGLang).
     prefix_cache_queries_total: float | None = None
     prefix_cache_hits_total: float | None = None
@@ -153,7 +154,7 @@ class MetricsSnapshot:
 
 
 def parse_metrics(text: str) -> MetricsSnapshot:
-    """A ``/metrics`` page of llama-server, vLLM or SGLang (see ``server.engine_metrics``)."""
+    """A ``/metrics`` page of llama-server, vLLM or SGLang (see ``server.engines.metrics``)."""
     samples = collect(text)
     return MetricsSnapshot(**samples.values, accepted_per_position=samples.accepted_per_position, engine=samples.engine)
 

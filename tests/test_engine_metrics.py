@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from server.engine_metrics import SGLANG, VLLM, detect_engine
+from server.engines import SGLANG as SGLANG_ENGINE
+from server.engines import VLLM as VLLM_ENGINE
+from server.engines.metrics import detect_engine
 from server.telemetry import TelemetryPoller, parse_metrics
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engine_metrics"
+VLLM, SGLANG = VLLM_ENGINE.key, SGLANG_ENGINE.key
 VLLM_PAGE = (FIXTURES / "vllm-0.33.0.txt").read_text()
 SGLANG_PAGE = (FIXTURES / "sglang-0.5.23.txt").read_text()
 

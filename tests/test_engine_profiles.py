@@ -1,5 +1,5 @@
 """vLLM and SGLang profiles: the exact launch commands (options as each engine's source defines them,
-see server.engine_launch), what such a profile may say, `server start` with and without the engine,
+see server.engines), what such a profile may say, `server start` with and without the engine,
 and `bench --base-url` against a fake of each engine."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from server.engine_launch import engine_plan
+from server.engines import engine_plan
 from server.errors import ProfileError
 from server.ports import free_port
 from server.profile_loading import load_profiles
@@ -273,7 +273,7 @@ def test_the_agent_on_an_engine_reports_its_speed_from_the_usage_counts(la_env) 
 
 
 async def test_the_engine_is_identified_from_its_own_endpoints() -> None:
-    from server.engine_identity import identify_engine
+    from server.engines.identity import identify_engine
     from tests.scripted_model import ScriptedModelServer, ScriptedTurn
 
     async with httpx2.AsyncClient() as client:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from agent.events import Metrics
 from agent.request_totals import RequestTotals
-from server.engine_identity import ENGINE_NAMES
+from server.engines import LLAMA_CPP, display_name, engine_named
 from server.supervisor import ServerState, SupervisorStatus
 from server.telemetry import ServerStats
 
@@ -42,14 +42,13 @@ class LiveMetrics:
     mean_accepted_length: float | None = None
     acceptance_by_position: tuple[float, ...] = ()
     server_acceptance: float | None = None
-    engine: str = "llama.cpp"  # whose /metrics these are: vLLM and SGLang count drafts only in total
+    engine: str = LLAMA_CPP.key  # whose /metrics these are: vLLM and SGLang count drafts only in total
     # What the agent asked of the server for the latest request, and why, in one line.
     speculation_choice: str | None = None
     # From the supervisor (managed server) or the poller (attached server).
     server_state: str = "starting"
     restarts: int = 0
     server_pid: int | None = None
-    server_message: str = ""
     managed: bool = True
     # Session totals, as the agent counted them at the end of the last turn.
     turns: int = 0
@@ -132,7 +131,6 @@ class LiveMetrics:
         self.server_state = str(status.state)
         self.restarts = status.restarts
         self.server_pid = status.pid
-        self.server_message = status.message
 
     def apply_stats(self, stats: ServerStats) -> None:
         if stats.reachable:
@@ -197,8 +195,9 @@ class LiveMetrics:
             return None
         if self.speculative is False:
             return "off on this server"
-        if not self.has_drafts and self.engine != "llama.cpp" and self.server_acceptance is not None:
-            return f"{ENGINE_NAMES.get(self.engine, self.engine)} counts drafts only in total:"
+        engine = engine_named(self.engine)
+        if not self.has_drafts and not engine.drafts_per_request and self.server_acceptance is not None:
+            return f"{display_name(self.engine)} counts drafts only in total:"
         if self.has_drafts:
             return "nothing drafted yet"
         return "nothing drafted yet" if self.speculative else "no drafts (speculation off?)"

@@ -101,7 +101,7 @@ class TargetResult:
     notes: list[str] = field(default_factory=list)
     model: str | None = None
     build_info: str | None = None
-    engine: str | None = None  # who answered, with its version ("vLLM 0.33.0"; server.engine_identity)
+    engine: str | None = None  # who answered, with its version ("vLLM 0.33.0"; server.engines.identity)
     error: str | None = None  # the server could not be started or reached
     metrics: SpecMetrics | None = None
     requests: list[RequestResult] = field(default_factory=list)

@@ -23,8 +23,8 @@ from server.bench.load import busy_neighbours
 from server.bench.prompts import WARMUP_PROMPT
 from server.bench.results import BenchSettings, RequestResult, SpecMetrics, TargetResult
 from server.bench.workload import Row, Workload
-from server.engine_identity import identify_engine
-from server.engine_metrics import LLAMA_CPP
+from server.engines import engine_named
+from server.engines.identity import identify_engine
 from server.errors import ServerError
 from server.manager import ServerHandle, ServerManager
 from server.secret_argv import redact_argv
@@ -122,7 +122,7 @@ async def _run_target(
         before = await scrape_metrics(client, endpoint)
         # vLLM and SGLang put no draft counts in their answers: for them each request is bracketed
         # by two scrapes of /metrics, whose difference is that request's drafting (one request at a time).
-        endpoint.per_request_metrics = before is not None and before.engine != LLAMA_CPP
+        endpoint.per_request_metrics = before is not None and not engine_named(before.engine).drafts_per_request
         await _measure_all(client, endpoint, workload, stop, handle, observer, result)
         after = await scrape_metrics(client, endpoint)
         result.metrics = spec_metrics(before, after)
