@@ -52,12 +52,6 @@ class Capabilities:
         return None
 
     @property
-    def has_spec_metrics(self) -> bool:
-        """Whether /metrics will carry spec_decode counters. Old BeeLlama exports none; its help
-        also lacks the synth flags that arrived with the metrics upstream."""
-        return self.has("--spec-synth-len")
-
-    @property
     def flavour(self) -> str:
         if self.has("--spec-dflash-cross-ctx"):
             return "beellama (legacy dflash)"

@@ -43,10 +43,6 @@ class CpuInfo:
     physical_cores: int
 
     @property
-    def has_amx(self) -> bool:
-        return any(flag.startswith("amx") for flag in self.isa_flags)
-
-    @property
     def fingerprint(self) -> str:
         """Short, stable: the architecture and instruction sets a native build depends on."""
         text = f"{self.arch}:{' '.join(self.isa_flags)}"

@@ -43,9 +43,6 @@ def compact_json(arguments: dict[str, Any], limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-BLOCKS = " ▁▂▃▄▅▆▇█"
-
-
 def bar(fraction: float, width: int) -> str:
     """A horizontal bar of ``width`` cells for a fraction in [0, 1], with eighth-cell resolution."""
     fraction = min(max(fraction, 0.0), 1.0)

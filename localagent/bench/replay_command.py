@@ -103,20 +103,6 @@ def _printable(name: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
-def session_record(session: ReplaySession) -> dict[str, Any]:
-    """What results.json says about the replayed session (not its messages: they are in the file)."""
-    return {
-        "name": session.name,
-        "source": session.source,
-        "session_id": session.session_id,
-        "model": session.model,
-        "requests": len(session.requests),
-        "turns": session.turns,
-        "tool_seconds": round(session.tool_seconds, 3),
-        "notes": session.notes,
-    }
-
-
 def write_outputs(
     out_dir: Path,
     results: BenchResults,
