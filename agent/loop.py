@@ -28,6 +28,7 @@ from agent.completion import (
     is_context_overflow,
     stream_completion,
 )
+from agent.defaults import COMPACT_THRESHOLD, MAX_STEPS
 from agent.event_stream import streamed
 from agent.events import (
     ApprovalRequested,
@@ -78,8 +79,8 @@ class AgentConfig:
     """
 
     model: str = "local"
-    max_steps: int = 50
-    compact_threshold: float = 0.8
+    max_steps: int = MAX_STEPS
+    compact_threshold: float = COMPACT_THRESHOLD
     sampling: dict[str, Any] = field(default_factory=dict)
     # Drafting chosen per request; None: the server's own settings for every request (a server
     # that does not honour per-request limits, or `agent.speculation = "server"`).

@@ -25,13 +25,13 @@ from localagent.agent_options import (
     AgentOptions,  # also imported from here with build_agent
 )
 from localagent.context import AppContext
+from localagent.endpoint_choice import EndpointChoice, GivenUrl, ManagedProfile, choose_endpoint
 from localagent.errors import UsageError
 from localagent.model_name import request_model
 from localagent.saved_rules import ConfigRuleStore
 from server.http import server_root
 from server.manager import ServerHandle, fetch_n_ctx
 from server.process import probe_health
-from server.profiles import DEFAULT_PROFILE
 from server.supervisor import SupervisorStatus
 from tools.base import ToolContext
 from tools.mcp import McpManager
@@ -91,12 +91,24 @@ class AgentRuntime:
             await self.server.close()
 
 
+def endpoint_choice(ctx: AppContext, options: AgentOptions) -> EndpointChoice:
+    """The managed profile or the given URL these options and settings name."""
+    server = ctx.settings.server
+    return choose_endpoint(
+        base_url=options.base_url,
+        profile=options.profile,
+        configured_url=server.base_url,
+        configured_profile=server.profile,
+    )
+
+
 async def connect_endpoint(
     ctx: AppContext, options: AgentOptions, on_status: Callable[[SupervisorStatus], None] | None = None
 ) -> tuple[str, ServerHandle | None, int | None]:
     """The OpenAI base URL to talk to, the managed server (if any) and n_ctx."""
-    base_url = options.base_url or ctx.settings.server.base_url
-    if base_url:
+    choice = endpoint_choice(ctx, options)
+    if isinstance(choice, GivenUrl):
+        base_url = choice.url
         root = server_root(base_url)
         async with httpx2.AsyncClient() as client:
             health = await probe_health(root, client, ctx.settings.server.api_key)
@@ -104,8 +116,7 @@ async def connect_endpoint(
             raise UsageError(f"nothing answers at {base_url}; start that server or drop --base-url")
         return f"{root}/v1", None, await fetch_n_ctx(root, ctx.settings.server.api_key)
     manager = ctx.server_manager()
-    profile = options.profile or ctx.settings.server.profile
-    handle = await manager.start_in_process(profile, port=options.port, on_status=on_status)
+    handle = await manager.start_in_process(choice.name, port=options.port, on_status=on_status)
     n_ctx = handle.record.n_ctx if handle.record else None
     return handle.api_base, handle, n_ctx or await fetch_n_ctx(handle.base_url, manager.api_key)
 
@@ -158,7 +169,9 @@ async def build_agent(
     if resumed is not None:
         writer = store.resume(resumed)
     else:
-        meta = {"profile": options.profile or ctx.settings.server.profile, "model": model}
+        choice = endpoint_choice(ctx, options)
+        where = {"profile": choice.name} if isinstance(choice, ManagedProfile) else {"base_url": choice.url}
+        meta = {**where, "model": model}
         writer = store.create(ctx.workspace, meta, session_id=session_id)
     session_id = writer.session_id
     api_key = ctx.settings.server.api_key or "not-needed"
@@ -240,9 +253,10 @@ def permission_policy(ctx: AppContext, options: AgentOptions) -> tuple[Permissio
 
 def profile_model_id(ctx: AppContext, options: AgentOptions) -> str | None:
     """The managed profile's ``model_id`` (a --base-url endpoint has no profile)."""
-    if options.base_url or ctx.settings.server.base_url:
+    choice = endpoint_choice(ctx, options)
+    if isinstance(choice, GivenUrl):
         return None
-    profile = ctx.profiles.get(options.profile or ctx.settings.server.profile or DEFAULT_PROFILE)
+    profile = ctx.profiles.get(choice.name)
     return getattr(profile, "model_id", None) if profile is not None else None
 
 
@@ -322,8 +336,9 @@ def request_sampling(ctx: AppContext, options: AgentOptions) -> dict[str, Any]:
     sampling: dict[str, Any] = {}
     if ctx.settings.agent.max_tokens:
         sampling["max_tokens"] = ctx.settings.agent.max_tokens
-    if not (options.base_url or ctx.settings.server.base_url):
-        profile = ctx.profiles.get(options.profile or ctx.settings.server.profile or DEFAULT_PROFILE)
+    choice = endpoint_choice(ctx, options)
+    if isinstance(choice, ManagedProfile):
+        profile = ctx.profiles.get(choice.name)
         if profile is not None and profile.stop:
             sampling["stop"] = list(profile.stop)
     return sampling

@@ -19,6 +19,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from agent.defaults import COMPACT_THRESHOLD, MAX_STEPS
 from agent.permissions import PermissionMode
 from localagent.errors import ConfigError
 from localagent.urls import url_problem
@@ -27,7 +28,9 @@ from localagent.workspace_trust import (
     file_digest,
     narrow_workspace_layer,
 )
+from server.defaults import DEFAULT_PORT, DEFAULT_PROFILE, STARTUP_TIMEOUT_S
 from server.profile_loading import deep_merge
+from tools.defaults import BASH_TIMEOUT_SECONDS
 from tools.mcp.approvals import ApprovalStore
 
 PROJECT_FILE = ".localagent.toml"
@@ -38,11 +41,11 @@ class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     binary: Path | None = None
-    profile: str = "tiny"
+    profile: str = DEFAULT_PROFILE
     host: str | None = None
-    port: int = Field(default=8910, ge=1, le=65535)
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     api_key: str | None = None
-    startup_timeout: float = Field(default=300.0, gt=0)
+    startup_timeout: float = Field(default=STARTUP_TIMEOUT_S, gt=0)
     base_url: str | None = None  # use this OpenAI-compatible endpoint instead of a managed server
 
     @field_validator("base_url")
@@ -68,11 +71,11 @@ class AgentSettings(BaseModel):
     # A mode's name ("ask"), as PermissionMode spells it; compares equal to that string.
     mode: PermissionMode = DEFAULT_MODES["mode"]
     headless_mode: PermissionMode = DEFAULT_MODES["headless_mode"]
-    max_steps: int = Field(default=50, ge=1)
+    max_steps: int = Field(default=MAX_STEPS, ge=1)
     # Cap on tokens per model reply; unset leaves it to the server (until the context is full).
     max_tokens: int | None = Field(default=None, ge=1)
-    compact_threshold: float = Field(default=0.8, gt=0.1, le=1.0)
-    bash_timeout: float = Field(default=120.0, gt=0, le=600)
+    compact_threshold: float = Field(default=COMPACT_THRESHOLD, gt=0.1, le=1.0)
+    bash_timeout: float = Field(default=BASH_TIMEOUT_SECONDS, gt=0, le=600)
     env_allow: list[str] = []
     # Bash commands may open TCP connections (package installs, API calls); off by default.
     sandbox_network: bool = False

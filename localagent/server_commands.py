@@ -115,7 +115,7 @@ def _load_context() -> AppContext:
 
 
 def _profile_name(ctx: AppContext, given: str | None) -> str:
-    from server.profiles import DEFAULT_PROFILE
+    from server.defaults import DEFAULT_PROFILE
 
     return given or ctx.settings.server.profile or DEFAULT_PROFILE
 

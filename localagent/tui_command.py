@@ -42,13 +42,13 @@ def agent_options(args: argparse.Namespace) -> AgentOptions:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from localagent.agent_setup import build_agent
+    from localagent.agent_setup import build_agent, endpoint_choice
     from localagent.context import AppContext
 
     ctx = AppContext.load()
     check_profile(ctx, args.tui_profile)  # an unknown profile fails before the screen opens
     options = agent_options(args)
-    label = options.base_url or options.profile or ctx.settings.server.base_url or ctx.settings.server.profile
+    label = endpoint_choice(ctx, options).label
     _log_to_file(ctx.paths.logs / "tui.log")
 
     import asyncio

@@ -16,13 +16,12 @@ from typing import Literal
 from server.capabilities import Capabilities
 from server.cpu import cpu_info
 from server.cpu_threads import busy_cores, choose_threads
+from server.defaults import DEFAULT_HOST, DEFAULT_PORT
 from server.errors import ProfileError
 from server.profiles import Profile
 from server.rpc_endpoints import exposure_warning
 from server.secret_argv import redact_argv
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8910
 # DFlash drafts blocks of 16 tokens: drafting 15 after the anchor is what it is trained for.
 DFLASH_DEFAULT_N_MAX = 15
 

@@ -21,6 +21,7 @@ from server import daemon
 from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
+from server.defaults import STARTUP_TIMEOUT_S
 from server.dirs import ServerDirs
 from server.engines import engine_model, engine_plan, launched_engine, require_engine
 from server.errors import NotRunningError, PortError, StartError
@@ -71,7 +72,7 @@ class ServerManager:
         configured_binary: Path | None = None,
         host: str | None = None,
         port: int | None = None,
-        startup_timeout: float = 300.0,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
         api_key: str | None = None,
         restart_policy: RestartPolicy = RestartPolicy(),
         allow_no_api_key: bool = False,

@@ -348,5 +348,3 @@ BUILTIN_PROFILES: dict[str, Profile] = {
         ),
     )
 }
-
-DEFAULT_PROFILE = "tiny"

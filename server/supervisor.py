@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx2
 
 from server.argv import LaunchPlan
+from server.defaults import STARTUP_TIMEOUT_S
 from server.errors import StartError
 from server.http import tail_lines
 from server.process import ServerProcess, probe_plan
@@ -59,7 +60,7 @@ class Supervisor:
         plan: LaunchPlan,
         log_path: Path,
         *,
-        startup_timeout: float = 300.0,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
         policy: RestartPolicy = RestartPolicy(),
         api_key: str | None = None,
     ) -> None:

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tools.defaults import BASH_TIMEOUT_SECONDS
 from tools.sandbox import SandboxPolicy
 from tools.schema_validation import validate_arguments
 
-DEFAULT_BASH_TIMEOUT_SECONDS = 120.0
 MAX_BASH_TIMEOUT_SECONDS = 600.0
 
 
@@ -69,7 +69,7 @@ class ToolContext:
     scratch_dir: Path
     viewed_files: set[Path] = field(default_factory=set)
     env_allow: set[str] = field(default_factory=set)
-    bash_default_timeout: float = DEFAULT_BASH_TIMEOUT_SECONDS
+    bash_default_timeout: float = BASH_TIMEOUT_SECONDS
     bash_max_timeout: float = MAX_BASH_TIMEOUT_SECONDS
     # Every bash command runs under this; the agent setup derives it from the permission mode.
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
