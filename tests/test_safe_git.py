@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.checkpoints import CheckpointStore
-from tools.safe_git import git_env
+from tools.safe_git import git_env, run_git
 
 SESSION = "20261201-090000-aa11bb"
 
@@ -136,3 +136,24 @@ def test_git_gets_no_secrets_and_a_fifo_config_does_not_hang(tmp_path: Path, mon
     store = CheckpointStore(repo, SESSION, tmp_path / "data")
     with pytest.raises(CheckpointError):
         store.create_sync("t1")
+
+
+def test_what_this_process_has_and_the_hardening_drops_never_reaches_git(tmp_path: Path, monkeypatch) -> None:
+    """GitPython starts every command's environment from this process's own; what git_env drops
+    must still not arrive (seen from inside git, through an alias that prints the environment)."""
+    secret = "sk-" + "y" * 40
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", "touch y")
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor=touch z'")
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "a-hooks-index"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    env = git_env(GIT_DIR=str(repo / ".git"), GIT_WORK_TREE=str(repo))
+    done = run_git("printenv", cwd=repo, env=env, filters=[], options=[("alias.printenv", "!env")])
+    seen = dict(line.split("=", 1) for line in done.stdout.decode().splitlines() if "=" in line)
+    assert secret not in done.stdout.decode()
+    # Git passes its own -c options (the alias) on to what it runs; the injected one is gone.
+    assert seen.get("GIT_EXTERNAL_DIFF", "") == "" and "touch z" not in seen.get("GIT_CONFIG_PARAMETERS", "")
+    assert seen["GIT_INDEX_FILE"] == str(repo / ".git" / "index")
+    assert seen["GIT_CONFIG_NOSYSTEM"] == "1" and seen["GIT_CONFIG_COUNT"] != ""

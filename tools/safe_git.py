@@ -3,7 +3,8 @@
 A repository's `.git/config` and `.gitattributes` are a stranger's input, and git runs programs
 they name: `core.fsmonitor` on nearly every command, hooks (`reference-transaction` fires on
 `update-ref`), clean/smudge filters on `add` and checkout, pagers, external diff and textconv,
-signing programs. Every git command localagent runs itself goes through ``run_git``:
+signing programs. Every git command localagent runs itself goes through ``run_git``, which runs it
+with GitPython (``git.Git``, with the caller's settings as persistent ``-c`` options):
 
 - the system and global config are not read (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL``),
   and variables that inject config or programs (``GIT_CONFIG_COUNT``, ``GIT_EXTERNAL_DIFF``,
@@ -18,11 +19,14 @@ signing programs. Every git command localagent runs itself goes through ``run_gi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tools.safe_env import filtered_environment
 
@@ -109,15 +113,10 @@ def filter_drivers(cwd: Path, env: Mapping[str, str], timeout: float = 30.0) -> 
     """Names of the clean/smudge filter drivers the repository's config defines. Reading config
     runs nothing; an unreadable config yields none, and git then refuses the command itself."""
     try:
-        done = subprocess.run(
-            ["git", "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
-            cwd=cwd,
-            env=dict(env),
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
+        done = run_git(
+            "config", "--includes", "--name-only", "--get-regexp", r"^filter\.", cwd=cwd, env=env, filters=[],
             timeout=timeout,
-            check=False,
-        )
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return []
     names = []
@@ -135,19 +134,80 @@ def run_git(
     filters: list[str] | None = None,
     input: bytes | None = None,
     timeout: float | None = None,
+    options: Sequence[tuple[str, str]] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run hardened git; raises OSError (git missing) or subprocess.TimeoutExpired."""
+    """Run hardened git through GitPython: ``git --no-pager [-c KEY=VALUE for options] ARGS``.
+
+    Raises OSError (git missing) or subprocess.TimeoutExpired. ``options`` are the caller's own
+    settings (``core.autocrlf=false``); the hardening's settings come in the environment, where
+    they win over both."""
     # Read at call time, so the deadline can be changed for every caller at once.
     timeout = GIT_TIMEOUT_SECONDS if timeout is None else timeout
     names = filter_drivers(cwd, env, min(timeout, 30.0)) if filters is None else filters
     entries = safe_config(names, env.get("GIT_WORK_TREE"))
-    return subprocess.run(
-        ["git", "--no-pager", *args],
-        cwd=cwd,
-        env={**env, **config_environment(entries)},
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
+    runner = _git_module().Git(cwd)
+    runner.set_persistent_git_options(no_pager=True, c=[f"{key}={value}" for key, value in options])
+    command, *rest = args
+    with contextlib.ExitStack() as stack:
+        stdin = None
+        if input is not None:
+            stdin = stack.enter_context(tempfile.TemporaryFile())  # GitPython hands the process a file
+            stdin.write(input)
+            stdin.seek(0)
+        try:
+            status, out, err = runner._call_process(
+                command,
+                *rest,
+                env=_exact_environment({**env, **config_environment(entries)}),
+                istream=stdin,
+                kill_after_timeout=timeout,
+                with_extended_output=True,
+                with_exceptions=False,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
+            )
+        except _git_module().GitCommandNotFound as exc:
+            raise FileNotFoundError(f"git is not installed: {exc}") from None
+    err_bytes = err.encode("utf-8", "replace") if isinstance(err, str) else bytes(err)
+    if err_bytes.startswith(_TIMEOUT_MARK):
+        raise subprocess.TimeoutExpired(["git", *args], timeout)
+    return subprocess.CompletedProcess(["git", *args], status, bytes(out), err_bytes)
+
+
+# How GitPython reports a command it killed at its deadline (git/cmd.py, Git.execute).
+_TIMEOUT_MARK = b"Timeout: the command "
+
+
+def _exact_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env``, as GitPython can be told it.
+
+    GitPython builds every command's environment from this process's own (``os.environ``) and
+    can only add to it (git/cmd.py, ``Git.execute``): a variable the hardening dropped, such as
+    ``GIT_CONFIG_PARAMETERS``, ``GIT_EXTERNAL_DIFF`` or an API key, would come back. So each
+    variable of this process that ``env`` leaves out is set to the empty string, which git reads
+    as unset for every variable that names a program or config, and which tells a filter or
+    helper nothing. The variables that locate a repository cannot be emptied (git refuses an
+    empty ``GIT_INDEX_FILE``); inherited (from a git hook the agent runs under), they get the
+    values git would use for the ``GIT_DIR`` the call names, and a call that names none fails
+    with git's own message rather than reach the hook's repository."""
+    exact = {**dict.fromkeys(os.environ, ""), **env}
+    git_dir = env.get("GIT_DIR")
+    if git_dir:
+        defaults = {
+            "GIT_INDEX_FILE": os.path.join(git_dir, "index"),
+            "GIT_OBJECT_DIRECTORY": os.path.join(git_dir, "objects"),
+            "GIT_COMMON_DIR": git_dir,
+        }
+        for name, value in defaults.items():
+            if name in os.environ and name not in env:
+                exact[name] = value
+    return exact
+
+
+def _git_module() -> Any:
+    """GitPython, imported on first use: it runs ``git version`` when imported, which commands
+    that never touch git should not pay for, and a machine without git must still import it."""
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    import git
+
+    return git

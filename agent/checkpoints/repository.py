@@ -20,12 +20,12 @@ from tools.safe_git import GIT_TIMEOUT_SECONDS, git_env, run_git
 __all__ = ["CheckpointError", "SnapshotRepo"]
 
 # Byte-exact round trips: no line-ending rewriting, no refusal over line endings, no chatter.
-_CONFIG_FLAGS = (
-    "-c", "core.autocrlf=false",
-    "-c", "core.safecrlf=false",
-    "-c", "advice.addEmbeddedRepo=false",
-    "-c", "core.quotepath=false",
-)  # fmt: skip
+_OPTIONS = (
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("advice.addEmbeddedRepo", "false"),
+    ("core.quotepath", "false"),
+)
 
 _GITLINK_MODE = "160000"
 # Directories no one wants snapshotted when the workspace is not a git repository.
@@ -135,7 +135,7 @@ class SnapshotRepo:
             env["GIT_INDEX_FILE"] = str(index)
         env.update(extra_env or {})
         try:
-            proc = run_git(*_CONFIG_FLAGS, *args, cwd=layout.work_tree, env=env, input=stdin)
+            proc = run_git(*args, cwd=layout.work_tree, env=env, input=stdin, options=_OPTIONS)
         except FileNotFoundError as exc:
             raise CheckpointError("git is not installed; checkpoints and undo need it") from exc
         except subprocess.TimeoutExpired:
