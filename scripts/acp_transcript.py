@@ -1,8 +1,8 @@
 """Print the ACP messages of one session with `localagent acp` (a demonstration, not a test).
 
-The model is scripted (tests/scripted_model.py, a real HTTP server): it views a file, edits it
-(the person allows it once) and answers. Every JSON-RPC message between this client and the agent
-is printed, shortened, in order.
+The model is scripted (tests/support/scripted_model.py, a real HTTP server): it views a file,
+edits it (the person allows it once) and answers. Every JSON-RPC message between this client and
+the agent is printed, shortened, in order.
 
     .venv/bin/python scripts/acp_transcript.py
 """
@@ -16,15 +16,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import ClientCapabilities, Implementation
 
 from localagent.paths import app_paths
-from tests.acp_client import RecordingClient
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.acp_client import RecordingClient
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 WIDTH = 220
 

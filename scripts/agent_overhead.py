@@ -14,15 +14,12 @@ import argparse
 import asyncio
 import multiprocessing
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from agent.events import ToolCallFinished, TurnFinished
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 
 def serve(turns: list[ScriptedTurn], ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:

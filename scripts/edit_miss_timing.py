@@ -14,12 +14,9 @@ import argparse
 import asyncio
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools import EditTool, ToolContext, ViewTool
 

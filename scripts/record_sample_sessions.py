@@ -1,9 +1,9 @@
 """Record the two sample sessions under examples/bench/sessions/ (a script, not a test).
 
-- ``scripted-build.jsonl``: the scripted model (tests/scripted_model.py, a real HTTP server that
-  plays pre-written answers) drives ``localagent run`` through building a small package with
-  tests in a temporary directory, over two turns: write the code and tests, run them, fix what
-  fails, then add a command line. Its tool calls and their outputs are real.
+- ``scripted-build.jsonl``: the scripted model (tests/support/scripted_model.py, a real HTTP
+  server that plays pre-written answers) drives ``localagent run`` through building a small
+  package with tests in a temporary directory, over two turns: write the code and tests, run
+  them, fix what fails, then add a command line. Its tool calls and their outputs are real.
 - ``scripted-edits.jsonl``: the same package, then a longer edit-heavy turn in the way agents
   work on existing code: view a file, edit part of it (the edit copies lines the view showed),
   run the tests; over 30 requests, most of them edits of existing files.
@@ -25,11 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from localagent.paths import app_paths
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+
+ROOT = Path(__file__).resolve().parents[1]
 
 COUNTING = '''"""Word statistics for plain text."""
 

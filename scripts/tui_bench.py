@@ -26,21 +26,17 @@ import asyncio
 import json
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
-from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
+from tests.support.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
 from tui.widgets.assistant_message import AssistantMessage
 from tui.widgets.prompt_input import PromptInput

@@ -10,8 +10,8 @@ import json
 import pytest
 from acp import RequestError, text_block
 
-from tests.acp_client import RecordingClient, acp_agent
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.acp_client import RecordingClient, acp_agent
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 
 def edit_call(path: str, old: str, new: str) -> ScriptedTurn:

@@ -26,7 +26,7 @@ from server.errors import BenchInputError
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES
 from server.telemetry import RequestTimings, parse_metrics
-from tests.scripted_model import ScriptedModelServer, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
 
 RECIPE_PROMPTS = [
     (

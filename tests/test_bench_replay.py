@@ -19,7 +19,7 @@ from server.bench.replay_plan import ReplayRequest, ReplaySession, ReplaySetting
 from server.bench.replay_summary import BIN_EDGES, bin_of, length_bins, summarize_replay
 from server.bench.results import RequestResult, TargetResult
 from server.bench.workload import Row
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "bench" / "sessions"
 

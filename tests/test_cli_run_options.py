@@ -23,7 +23,7 @@ from localagent.model_name import FALLBACK_MODEL, request_model, served_model_id
 from localagent.rule_lists import split_rules
 from localagent.task_input import STDIN_LABEL, piped_input, read_task, with_stdin
 from localagent.tui_command import agent_options
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 
 def last_user_message(request: dict) -> str:

@@ -20,7 +20,7 @@ from server.ports import free_port
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES
 from server.telemetry import TelemetryPoller
-from tests.fake_engines import FakeEngine
+from tests.support.fake_engines import FakeEngine
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -177,17 +177,20 @@ def test_server_cmd_prints_the_engine_command_and_start_says_what_to_install(la_
 
 
 def fake_installs(tmp_path: Path) -> dict[str, str]:
-    """A `vllm` on PATH and an `sglang` package on PYTHONPATH, both running tests.fake_engines."""
+    """A `vllm` on PATH and an `sglang` package on PYTHONPATH, both running
+    tests.support.fake_engines."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     vllm = bin_dir / "vllm"
-    vllm.write_text(f'#!/bin/sh\n[ "$1" = serve ] && shift\nexec {sys.executable} -m tests.fake_engines vllm "$@"\n')
+    vllm.write_text(
+        f'#!/bin/sh\n[ "$1" = serve ] && shift\nexec {sys.executable} -m tests.support.fake_engines vllm "$@"\n'
+    )
     vllm.chmod(vllm.stat().st_mode | stat.S_IXUSR)
     package = tmp_path / "site" / "sglang"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "launch_server.py").write_text(
-        "import sys\nfrom tests.fake_engines import main\nmain(['sglang', *sys.argv[1:]])\n"
+        "import sys\nfrom tests.support.fake_engines import main\nmain(['sglang', *sys.argv[1:]])\n"
     )
     return {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
@@ -274,7 +277,7 @@ def test_the_agent_on_an_engine_reports_its_speed_from_the_usage_counts(la_env) 
 
 async def test_the_engine_is_identified_from_its_own_endpoints() -> None:
     from server.engines.identity import identify_engine
-    from tests.scripted_model import ScriptedModelServer, ScriptedTurn
+    from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
 
     async with httpx2.AsyncClient() as client:
         with FakeEngine("vllm") as vllm, FakeEngine("sglang") as sglang:

@@ -36,7 +36,7 @@ import pytest
 
 from agent.toolcalls import parse_text_tool_calls
 from server.ports import free_port
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 pytestmark = pytest.mark.server
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tests.test_headless_claude_schema import parse_claude_stream
 
 

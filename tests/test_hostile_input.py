@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agent.sessions import SessionStore
 from agent.toolcalls import parse_text_tool_calls
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tools.base import ToolContext, ToolResult
 from tools.registry import builtin_tools
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 ECHO_SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
 ECHO_ENTRY = {"command": sys.executable, "args": [ECHO_SERVER]}

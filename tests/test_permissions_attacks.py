@@ -336,7 +336,7 @@ def test_no_allow_rule_for_other_commands_lets_a_wrapped_rm_through(command: str
 
 
 def test_a_headless_session_judges_file_calls_where_they_land(la_env) -> None:
-    from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+    from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
     workspace = la_env.workspace
     (workspace / "secret").mkdir()

@@ -19,7 +19,7 @@ from agent.permissions import (
     PermissionRules,
     Rule,
 )
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 from tools.mcp.names import MAX_NAME_LENGTH, tool_name
 from tools.registry import builtin_tools
 

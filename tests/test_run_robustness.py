@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 
 def _start_run(la_env, model, *extra: str) -> subprocess.Popen:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.process_probe import gone, unique_seconds
+from tests.support.process_probe import gone, unique_seconds
 from tools import BashTool, ToolContext, sandbox
 from tools.safe_env import filtered_environment, looks_secret
 from tools.sandbox import (

@@ -378,7 +378,7 @@ CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
 
 
 def test_escape_sequences_from_the_model_and_tools_reach_the_terminal_as_visible_text(la_env) -> None:
-    from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+    from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
     turns = [
         ScriptedTurn(tool_calls=[ScriptedToolCall("bash", {"command": f"printf 'ok{CLIPBOARD!r}'"})]),

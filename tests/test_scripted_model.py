@@ -10,7 +10,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.scripted_model import (
+from tests.support.scripted_model import (
     CONTEXT_OVERFLOW_MESSAGE,
     EXHAUSTED_TEXT,
     ScriptedModelServer,

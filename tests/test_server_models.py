@@ -1,5 +1,5 @@
 """Models from Hugging Face: llama.cpp's ``repo:QUANT`` shorthand, the shared Hugging Face cache,
-offline use. The Hub is ours (tests/fake_hf_hub.py): real HTTP, tiny fake GGUF bytes."""
+offline use. The Hub is ours (tests/support/fake_hf_hub.py): real HTTP, tiny fake GGUF bytes."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from server.hf_quants import (
 from server.models import ModelDirs, resolve_model, resolve_models
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES, ModelSource, Profile
-from tests.fake_hf_hub import COMMIT, FakeHub, gguf_bytes
+from tests.support.fake_hf_hub import COMMIT, FakeHub, gguf_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "acme/tiny-GGUF"

@@ -29,7 +29,7 @@ from server.process import ServerProcess
 from server.smoke import SmokeRecords, run_smoke_test, smoke_test_sync
 from server.supervisor import RestartPolicy, ServerState, Supervisor
 
-FAKE = Path(__file__).resolve().parent / "fakes" / "fake_llama_server.py"
+FAKE = Path(__file__).resolve().parent / "support" / "fake_llama_server.py"
 AMX_CPU = CpuInfo("x86_64", "Intel Xeon", ("amx_bf16", "amx_int8", "amx_tile", "avx2", "avx512f"), 2, 2)
 PLAIN_CPU = CpuInfo("x86_64", "AMD EPYC", ("avx2", "avx512f"), 2, 2)
 

@@ -155,7 +155,7 @@ async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours
     from agent.events import SpeculationChosen, TurnFinished
     from localagent.agent_setup import AgentOptions, build_agent
     from localagent.context import AppContext
-    from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+    from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
     monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
     la_env.write_config('[agent]\nspeculation = "auto"\n')
@@ -185,7 +185,7 @@ async def test_by_default_every_request_goes_with_the_servers_settings(la_env, m
     from agent.events import SpeculationChosen
     from localagent.agent_setup import AgentOptions, build_agent
     from localagent.context import AppContext
-    from tests.scripted_model import ScriptedModelServer, ScriptedTurn
+    from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
 
     monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
     with ScriptedModelServer([ScriptedTurn(text="hi")], speculative=True) as model:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.process_probe import host_pids, unique_seconds, wait_until_gone
+from tests.support.process_probe import host_pids, unique_seconds, wait_until_gone
 from tools import BashTool, ToolContext
 from tools.output_truncation import MAX_OUTPUT_CHARS
 

@@ -14,9 +14,9 @@ from localagent.agent_setup import AgentOptions, build_agent
 from localagent.context import AppContext
 from localagent.errors import UsageError
 from server.supervisor import ServerState, SupervisorStatus
-from tests.fake_engines import FakeEngine
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
-from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
+from tests.support.fake_engines import FakeEngine
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
 from tui.screens.approval import ApprovalScreen
 from tui.screens.loading import LoadingScreen

@@ -10,8 +10,8 @@ from textual.pilot import Pilot
 
 from localagent.agent_setup import AgentOptions, build_agent
 from localagent.context import AppContext
-from tests.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
-from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
+from tests.support.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tests.test_tui_app import SIZE, notices, ready, submit, turn_done, wait_for
 from tools.base import ToolContext
 from tools.sandbox import SandboxPolicy, sandbox_available

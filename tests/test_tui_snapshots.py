@@ -23,7 +23,7 @@ from agent.events import (
 )
 from agent.permissions import rule_for_call
 from server.telemetry import MetricsSnapshot, ServerInfo, ServerStats
-from tests.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
+from tests.support.synthetic_runtime import SyntheticAgent, SyntheticRuntime, factory_for
 from tui.app import LocalAgentApp
 from tui.screens.approval import ApprovalScreen
 from tui.widgets.assistant_message import AssistantMessage

@@ -12,7 +12,7 @@ from textual.selection import Selection
 from textual.widgets import Static
 
 from agent.events import TextDelta
-from tests.synthetic_runtime import (
+from tests.support.synthetic_runtime import (
     SyntheticAgent,
     SyntheticRuntime,
     factory_for,

@@ -1,7 +1,7 @@
 """What the TUI needs from a runtime, and the factory that builds one.
 
 ``localagent.agent_setup.AgentRuntime`` satisfies these protocols; so does the synthetic runtime
-the snapshot tests and the benchmark use (``tests/synthetic_runtime.py``). Typing against
+the snapshot tests and the benchmark use (``tests/support/synthetic_runtime.py``). Typing against
 protocols keeps the TUI a consumer only: it never imports the application that assembles the
 agent. Members are read-only properties, so a runtime may hold a more specific type (the real
 ``Agent``, a ``PermissionMode``) than the TUI asks for.

@@ -2,9 +2,10 @@
 /metrics page that is the recorded page of that engine (tests/fixtures/engine_metrics) with its
 counters advanced by every answer. Answers stream like those engines do: no llama.cpp `timings`.
 
-Run as a program it is the stand-in for the engine's own launcher: ``python -m tests.fake_engines
-vllm serve MODEL --host H --port P ...`` serves until SIGTERM and writes its argv to
-$FAKE_ENGINE_ARGV (when set), so a test can check the exact command localagent ran.
+Run as a program it is the stand-in for the engine's own launcher:
+``python -m tests.support.fake_engines vllm serve MODEL --host H --port P ...`` serves until
+SIGTERM and writes its argv to $FAKE_ENGINE_ARGV (when set), so a test can check the exact
+command localagent ran.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
 
-FIXTURES = Path(__file__).parent / "fixtures" / "engine_metrics"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "engine_metrics"
 PAGES = {"vllm": FIXTURES / "vllm-0.33.0.txt", "sglang": FIXTURES / "sglang-0.5.23.txt"}
 ANSWER = "def add(a, b):\n    return a + b\n"
 # Per generated token, what the engine's counters advance by: two drafted, one accepted.
