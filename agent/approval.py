@@ -33,10 +33,16 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class Approval:
-    """A person's answer. ``rule`` is the allow rule the session gains: set only by ``always``."""
+    """A person's (or a program's) answer. ``rule`` is the allow rule the session gains: set only
+    by ``always``. An allowing answer may change the call's ``arguments`` (the policy judges the
+    changed call again); a denying one may say why (``message``, for the model) and end the turn
+    (``interrupt``)."""
 
     answer: Answer
     rule: str | None = None
+    arguments: dict[str, Any] | None = None
+    message: str | None = None
+    interrupt: bool = False
 
     @classmethod
     def of(cls, answer: str, request: ApprovalRequest) -> Approval:

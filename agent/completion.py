@@ -12,7 +12,7 @@ import openai
 from openai import AsyncOpenAI
 
 from agent.event_stream import streamed
-from agent.events import Event, Metrics, PromptProgress, ReasoningDelta, TextDelta
+from agent.events import Event, Metrics, PromptProgress, ReasoningDelta, TextDelta, ToolCallDelta
 
 __all__ = ["StepResult", "StreamedToolCall", "api_message", "is_context_overflow", "stream_completion"]
 
@@ -117,11 +117,12 @@ class _Assembly:
             self.result.text += delta.content
             yield TextDelta(delta.content)
         for tc in delta.tool_calls or []:
-            self._add_call_delta(tc)
+            call = self._add_call_delta(tc)
+            yield ToolCallDelta(tc.index, call.id, call.name, (tc.function and tc.function.arguments) or "")
         if choice.finish_reason:
             self.result.finish_reason = choice.finish_reason
 
-    def _add_call_delta(self, tc: Any) -> None:
+    def _add_call_delta(self, tc: Any) -> StreamedToolCall:
         call = self.calls.get(tc.index)
         if call is None:
             call = self.calls[tc.index] = StreamedToolCall(id=tc.id or f"call_{tc.index}", name="")
@@ -130,6 +131,7 @@ class _Assembly:
                 call.name += tc.function.name
             if tc.function.arguments:
                 call.arguments_text += tc.function.arguments
+        return call
 
     def finish(self) -> StepResult:
         self.result.tool_calls = [self.calls[i] for i in sorted(self.calls)]

@@ -8,7 +8,7 @@ and TurnFinished. Some go to the sink only: the TurnFinished of a cancelled turn
 MessageAppended results given to calls the turn left unanswered (the turn is over when they
 happen), and the record of the model requests, RequestSetup and RequestRecorded, which front
 ends do not need (they have Metrics) but ``localagent bench --replay`` does. Only yielded, never persisted, is the live progress of a request: TextDelta,
-ReasoningDelta, PromptProgress and Metrics.
+ReasoningDelta, ToolCallDelta, PromptProgress and Metrics.
 
 Resuming reads MessageAppended and HistoryReplaced back (agent.sessions.resume). Each event
 class names its ``type`` once, as the default of its ``type`` field; code that matches stored
@@ -52,6 +52,18 @@ class TextDelta(Event):
 class ReasoningDelta(Event):
     text: str
     type: str = field(init=False, default="reasoning_delta")
+
+
+@dataclass(frozen=True)
+class ToolCallDelta(Event):
+    """Part of a native tool call as the model streams it: the call's ``index`` in its reply,
+    its id and name as known so far, and the next piece of its JSON arguments."""
+
+    index: int
+    call_id: str
+    name: str
+    arguments: str
+    type: str = field(init=False, default="tool_call_delta")
 
 
 @dataclass(frozen=True)

@@ -346,10 +346,11 @@ class Agent:
             permission = self._permission(call, tool, call.arguments, summary)
             async for event in permission:
                 yield event
-            why_not = permission.result
+            why_not = permission.result if isinstance(permission.result, str) else None
             if why_not is None:
                 started = time.monotonic()
-                result = await tool.run(call.arguments, self.tool_ctx)
+                arguments = permission.result if isinstance(permission.result, dict) else call.arguments
+                result = await tool.run(arguments, self.tool_ctx)
                 self.totals["tool_calls"] += 1
                 yield self._emit(
                     ToolCallFinished(
@@ -370,9 +371,10 @@ class Agent:
     @streamed
     async def _permission(
         self, call: ToolCall, tool: AgentTool, arguments: dict[str, Any], summary: str
-    ) -> AsyncIterator[Event | str | None]:
+    ) -> AsyncIterator[Event | str | dict[str, Any] | None]:
         """What the policy (or, when it says ask, a person) decides: ``.result`` is None when
-        the call may run, else the reason it may not, for the model."""
+        the call may run as it is, the arguments to run it with when the person changed them,
+        else the reason it may not, for the model."""
         decision = self.policy.decide(
             tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=arguments
         )
@@ -396,7 +398,21 @@ class Agent:
             if approval.rule is not None:
                 self.policy.add_rule("allow", approval.rule)
             if approval.answer == "deny":
-                yield "The user denied this call. Do not retry it; ask or try another way."
+                if approval.interrupt:
+                    raise TurnStop("denied", approval.message or "the user denied a call and stopped the turn")
+                yield approval.message or "The user denied this call. Do not retry it; ask or try another way."
+                return
+            if approval.arguments is not None and approval.arguments != arguments:
+                # The changed call is judged again: an answer about one call allows no other the
+                # rules deny. What would ask was just answered by the one who changed it.
+                changed = tool.describe_call(approval.arguments, self.tool_ctx.workspace)
+                again = self.policy.decide(
+                    tool.name, tool.reads_only, changed, workspace=self.tool_ctx.workspace, arguments=approval.arguments
+                )
+                if again.action == "deny":
+                    yield f"Not allowed: {again.reason}"
+                    return
+                yield approval.arguments
                 return
         yield None
 

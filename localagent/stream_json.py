@@ -31,6 +31,7 @@ from agent.events import (
     Metrics,
     ReasoningDelta,
     TextDelta,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnStarted,
@@ -154,6 +155,11 @@ class ClaudeStream:
             if self.partial:
                 kind: Literal["text", "thinking"] = "text" if isinstance(event, TextDelta) else "thinking"
                 for item in self._message.delta(kind, event.text):
+                    self._write_event(item)
+        elif isinstance(event, ToolCallDelta):
+            self._open_request()
+            if self.partial:
+                for item in self._message.tool_call_delta(event.index, event.call_id, event.name, event.arguments):
                     self._write_event(item)
         elif isinstance(event, Metrics):
             self._metrics = event

@@ -113,3 +113,23 @@ def test_json_is_the_result_object_with_the_earlier_fields_kept(la_env):
     assert data["localagent"]["status"] == "done"
     assert data["status"] == "done" and data["final_text"] == "ok"  # localagent's earlier fields
     parse_claude_stream(result.stdout)
+
+
+def test_partial_messages_stream_a_tool_call_as_claude_code_does(la_env):
+    """A step that only calls a tool still streams: the tool_use block starts with its id and
+    name, its arguments arrive as input_json_delta pieces, and the block stops."""
+    (la_env.workspace / "x.txt").write_text("x\n")
+    with ScriptedModelServer([call("view", "call_v", path="x.txt"), ScriptedTurn(text="done")]) as model:
+        result, run = run_stream(la_env, model, "--include-partial-messages")
+    assert result.code == 0, result.stderr
+    first = [item.event for item in run.events][
+        : next(i for i, e in enumerate(run.events) if e.event["type"] == "message_stop") + 1
+    ]
+    starts = [e for e in first if e["type"] == "content_block_start"]
+    assert [s["content_block"]["type"] for s in starts] == ["tool_use"]
+    assert starts[0]["content_block"]["id"] == "call_v" and starts[0]["content_block"]["name"] == "view"
+    pieces = [e["delta"]["partial_json"] for e in first if e["type"] == "content_block_delta"]
+    assert all(e["delta"]["type"] == "input_json_delta" for e in first if e["type"] == "content_block_delta")
+    assert json.loads("".join(pieces)) == {"path": "x.txt"}
+    assert [e["type"] for e in first][-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    assert first[-2]["delta"]["stop_reason"] == "tool_use"
