@@ -53,6 +53,14 @@ class AgentOptions:
     disallowed_tools: list[str] = field(default_factory=list)
     # How this front end's user picks a mode ("--mode X", "/mode X"), for the policy's advice.
     mode_hint: ModeHint = default_mode_hint
+    # Claude Code's contract (localagent.claude_cli): the system prompt in place of localagent's
+    # (None keeps it), text after it, the built-in tools offered (None: all), only the
+    # --mcp-config servers, and the new session's id.
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    tools: list[str] | None = None
+    strict_mcp: bool = False
+    session_id: str | None = None
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "", headless: bool = False) -> None:

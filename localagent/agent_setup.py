@@ -4,6 +4,7 @@ the tools, permissions, project instructions, the session file and checkpoints. 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,15 +173,16 @@ async def build_agent(
         choice = endpoint_choice(ctx, options)
         where = {"profile": choice.name} if isinstance(choice, ManagedProfile) else {"base_url": choice.url}
         meta = {**where, "model": model}
-        writer = store.create(ctx.workspace, meta, session_id=session_id)
+        writer = store.create(ctx.workspace, meta, session_id=session_id or options.session_id)
     session_id = writer.session_id
     api_key = ctx.settings.server.api_key or "not-needed"
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=CLIENT_TIMEOUT, max_retries=0)
 
     scratch = ctx.paths.data / "tool-output" / session_id
     tool_ctx = tool_context(ctx, scratch, sandbox)
+    sources = ctx.mcp_sources()
     mcp, notes = await open_mcp(
-        ctx.mcp_sources(),
+        dataclasses.replace(sources, strict=options.strict_mcp),
         options.mcp_config,
         trust=options.trust_project_mcp,
         ask=options.approve_project_mcp,
@@ -188,7 +190,8 @@ async def build_agent(
     )
     checkpoints = CheckpointStore(ctx.workspace, session_id, ctx.paths.data / "checkpoints")
     tool_ctx.before_write = checkpoints.preserve_before_write
-    tools = cast("list[AgentTool]", [*builtin_tools(), *options.extra_tools, *(mcp.tools() if mcp else [])])
+    builtins = [tool for tool in builtin_tools() if options.tools is None or tool.name in options.tools]
+    tools = cast("list[AgentTool]", [*builtins, *options.extra_tools, *(mcp.tools() if mcp else [])])
     speculation = await speculation_policy(ctx, base_url)
     agent = assemble_agent(
         ctx,
@@ -315,7 +318,7 @@ def assemble_agent(
         tools,
         tool_ctx,
         policy,
-        system_prompt(ctx.workspace, instructions),
+        agent_system_prompt(ctx, options, instructions),
         AgentConfig(
             model=model,
             max_steps=options.max_steps or settings.max_steps,
@@ -329,6 +332,16 @@ def assemble_agent(
         sink=sink,
         before_turn=before_turn,
     )
+
+
+def agent_system_prompt(ctx: AppContext, options: AgentOptions, instructions: str) -> str:
+    """localagent's prompt with the instructions, or the one the caller gave in its place (an
+    empty one keeps ours: the Claude Agent SDK passes an empty --system-prompt by default); then
+    what the caller appends."""
+    text = options.system_prompt if options.system_prompt else system_prompt(ctx.workspace, instructions)
+    if options.append_system_prompt:
+        text += "\n\n" + options.append_system_prompt
+    return text
 
 
 def request_sampling(ctx: AppContext, options: AgentOptions) -> dict[str, Any]:

@@ -105,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    words = list(sys.argv[1:] if argv is None else argv)
+    from localagent.claude_cli import wants_claude_contract
+
+    if wants_claude_contract(words, list(COMMANDS)):
+        # Claude Code's headless command line (what the Claude Agent SDK runs): localagent.claude_cli.
+        from localagent.claude_command import parse_claude_args
+
+        sys.exit(run_handler(cmd_claude_entry, parse_claude_args(words)))
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
@@ -116,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.print_help()
         sys.exit(0)
     sys.exit(run_handler(handler, args))
+
+
+def cmd_claude_entry(args: argparse.Namespace) -> int:
+    handler: Handler = args.handler
+    return handler(args)
 
 
 def run_handler(handler: Handler, args: argparse.Namespace) -> int:

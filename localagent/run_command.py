@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         task = read_task(args.task)
         ctx = AppContext.load()
         check_profile(ctx, options.profile)  # an unknown profile fails before anything starts
-    return asyncio.run(_run(ctx, options, task, args, started))
+    return asyncio.run(run_task(ctx, options, task, args, started))
 
 
 @contextlib.contextmanager
@@ -100,7 +100,7 @@ def _result_on_failure(output_format: str, started: float) -> Iterator[None]:
         raise
 
 
-async def _run(ctx: AppContext, options: AgentOptions, task: str, args: argparse.Namespace, started: float) -> int:
+async def run_task(ctx: AppContext, options: AgentOptions, task: str, args: argparse.Namespace, started: float) -> int:
     with _result_on_failure(args.output_format, started):
         runtime = await build_agent(ctx, options)
     for note in runtime.notes:

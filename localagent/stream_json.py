@@ -39,6 +39,9 @@ from agent.events import (
 from localagent.run_summary import RunSummary
 from localagent.stream_partial import PartialMessage
 
+# The Claude Code release whose command line and stream-json this follows (the CLI the Claude Agent
+# SDK 0.2.189 bundles). The SDK reads it from the init message and warns when it is missing.
+CLAUDE_CODE_CONTRACT = "2.1.332"
 # Our modes by the name Claude Code gives the nearest of its own.
 PERMISSION_MODES = {"read-only": "plan", "ask": "default", "auto-edit": "acceptEdits", "full-auto": "bypassPermissions"}
 MCP_STATUS = {"ready": "connected", "failed": "failed", "starting": "pending", "disconnected": "failed"}
@@ -146,6 +149,7 @@ class ClaudeStream:
             "skills": [],
             "plugins": [],
             "uuid": _uuid(),
+            "claude_code_version": CLAUDE_CODE_CONTRACT,
             "localagent": {"version": localagent_version(), "mode": info.mode},
         }
 

@@ -32,6 +32,8 @@ class McpSources:
     workspace: Path  # the repository; its .mcp.json is the project file
     approvals: ApprovalStore
     logs_dir: Path  # <logs dir>/mcp
+    # Only the servers of the file given on the command line (Claude Code's --strict-mcp-config).
+    strict: bool = False
 
     @property
     def project_file(self) -> Path:
@@ -49,8 +51,11 @@ class McpSetup:
 
 def load_configs(sources: McpSources, extra_config: Path | None) -> tuple[list[ServerConfig], LoadedConfig, list[str]]:
     """Every configured server, the project file as loaded, and one line per broken file or entry."""
-    user = load_config_file(sources.user_file, "user")
-    project = load_config_file(sources.project_file, "project")
+    if sources.strict:
+        user, project = LoadedConfig(), LoadedConfig()
+    else:
+        user = load_config_file(sources.user_file, "user")
+        project = load_config_file(sources.project_file, "project")
     loads = [user, project]
     if extra_config is not None:
         loads.append(load_config_file(extra_config.expanduser().resolve(), "cli", required=True))

@@ -1,0 +1,51 @@
+"""``localagent`` run as Claude Code's headless CLI (localagent.claude_cli): one prompt
+(``-p``), or a stream of turns and control requests on stdin (``--input-format stream-json``,
+localagent.stream_input)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from localagent.agent_options import AgentOptions, check_profile
+from localagent.claude_cli import agent_options, check_combination, ignored_note, mcp_config_file, parse, prompt_text
+from localagent.console import err
+from localagent.context import AppContext
+from localagent.headless import mode_hint
+
+
+def cmd_claude(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    check_combination(args)
+    note = ignored_note(args)
+    if note:
+        err.print(note, markup=False, highlight=False)
+    with mcp_config_file(args.mcp_config) as mcp_file:
+        options = agent_options(args, mcp_file)
+        options.mode_hint = mode_hint
+        ctx = AppContext.load()
+        check_profile(ctx, options.profile)
+        if args.input_format == "stream-json":
+            return asyncio.run(_serve(ctx, options, args))
+        from localagent import run_command
+
+        task = prompt_text(args)
+        run_args = argparse.Namespace(
+            output_format=args.output_format, timeout=None, include_partial_messages=args.include_partial_messages
+        )
+        return asyncio.run(run_command.run_task(ctx, options, task, run_args, started))
+
+
+async def _serve(ctx: AppContext, options: AgentOptions, args: argparse.Namespace) -> int:
+    from localagent.stream_input import serve_stream_json
+
+    return await serve_stream_json(
+        ctx, options, partial=args.include_partial_messages, ask_sdk=args.permission_prompt_tool == "stdio"
+    )
+
+
+def parse_claude_args(argv: list[str]) -> argparse.Namespace:
+    args = parse(argv)
+    args.handler = cmd_claude
+    return args
