@@ -20,7 +20,8 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from agent.approval import ApprovalRequest, Approve
+from agent.approval import Approve
+from agent.call_gate import judge_call
 from agent.compaction import Compactor
 from agent.completion import (
     StepResult,
@@ -31,7 +32,6 @@ from agent.completion import (
 from agent.defaults import COMPACT_THRESHOLD, MAX_STEPS
 from agent.event_stream import streamed
 from agent.events import (
-    ApprovalRequested,
     ErrorEvent,
     Event,
     FinishReason,
@@ -46,7 +46,8 @@ from agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from agent.permissions import PermissionPolicy, resolve_without_person, rule_for_call, sandbox_for
+from agent.hooks import NO_VERDICT, AgentHooks
+from agent.permissions import PermissionPolicy, sandbox_for
 from agent.speculation_policy import SpeculationPolicy
 from agent.toolcalls import (
     AgentTool,
@@ -125,6 +126,8 @@ class Agent:
         # Asks a person when the policy says ask. None: no one can answer (a headless run), and
         # the call is refused with what would allow it. A front end may set it after building.
         self.approve = approve
+        # Called before a prompt, around each tool call and at the end of a turn (agent.hooks).
+        self.hooks: AgentHooks | None = None
         # Built once: the serialised tool list is part of the cached prompt prefix.
         self.tool_specs = openai_tool_specs(tools)
         system = {"role": "system", "content": system_prompt}
@@ -139,7 +142,7 @@ class Agent:
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "tool_calls": 0}
         self._setup_recorded = False
 
-    def _emit(self, event: Event) -> Event:
+    def emit(self, event: Event) -> Event:
         if self.sink is not None:
             self.sink(event)
         return event
@@ -149,7 +152,7 @@ class Agent:
         # has no UTF-8 form and would fail every later request, so it is replaced here, once.
         message = _valid_unicode(message)
         self.messages.append(message)
-        return self._emit(MessageAppended(message))
+        return self.emit(MessageAppended(message))
 
     # -- a turn ------------------------------------------------------------------------------
 
@@ -158,26 +161,42 @@ class Agent:
         self.turns += 1
         if self.before_turn is not None:
             await self.before_turn(self.turns)
-        yield self._emit(TurnStarted(self.turns, user_text))
-        yield self._append({"role": "user", "content": user_text})
+        yield self.emit(TurnStarted(self.turns, user_text))
         turn = TurnState(usage_before=dict(self.totals))
+        hooked = NO_VERDICT if self.hooks is None else await self.hooks.before_prompt(user_text)
+        if hooked.decision == "deny":  # the prompt never enters the conversation
+            yield self.emit(self._turn_finished(turn, "denied", f"blocked by a hook: {hooked.reason}"))
+            return
+        context = f"\n\n{hooked.context}" if hooked.context else ""
+        yield self._append({"role": "user", "content": user_text + context})
         reason: FinishReason = "done"
         message = ""
         try:
             while not turn.answered:
                 async for event in self._step(turn):
                     yield event
+                if turn.answered and self.hooks is not None:
+                    async for event in self._stop_hook(turn):
+                        yield event
         except TurnStop as stop:
             reason, message = stop.reason, str(stop)
         except asyncio.CancelledError:
             self._close_pending(turn, "cancelled by the user")
-            self._emit(self._turn_finished(turn, "cancelled", "cancelled by the user"))
+            self.emit(self._turn_finished(turn, "cancelled", "cancelled by the user"))
             raise
         except _RequestFailed as failure:
             reason, message = "error", str(failure)
-            yield self._emit(ErrorEvent(message))
+            yield self.emit(ErrorEvent(message))
         self._close_pending(turn, f"not run: the turn ended ({reason})")
-        yield self._emit(self._turn_finished(turn, reason, message))
+        yield self.emit(self._turn_finished(turn, reason, message))
+
+    async def _stop_hook(self, turn: TurnState) -> AsyncIterator[Event]:
+        """A Stop hook that denies keeps the turn going, its reason the next instruction."""
+        assert self.hooks is not None
+        verdict = await self.hooks.at_stop(turn.final_text, turn.stop_hooked)
+        if verdict.decision == "deny" and verdict.reason:
+            turn.answered, turn.stop_hooked = False, True
+            yield self._append({"role": "user", "content": verdict.reason})
 
     async def _step(self, turn: TurnState) -> AsyncIterator[Event]:
         """One step: ask the model, record its reply, run the calls it made."""
@@ -240,7 +259,7 @@ class Agent:
         """Forget the conversation (the TUI's /clear); the system prompt stays byte-identical."""
         self.messages = self.messages[:1]
         self.last_context_used = 0
-        return self._emit(HistoryReplaced(list(self.messages)))
+        return self.emit(HistoryReplaced(list(self.messages)))
 
     def set_mode(self, mode: str) -> None:
         # The bash sandbox follows the mode (read-only cannot write); "off" stays only in full-auto.
@@ -261,7 +280,7 @@ class Agent:
         # Chosen once per request: a retry sends the same choice (the policy counts each choice).
         choice = policy.choose(self.messages) if policy is not None else None
         if choice is not None:
-            yield self._emit(SpeculationChosen(choice.kind, choice.n_max, choice.reason))
+            yield self.emit(SpeculationChosen(choice.kind, choice.n_max, choice.reason))
         for attempt in (1, 2):
             sent, started = len(self.messages), time.monotonic()
             completion = stream_completion(
@@ -284,9 +303,9 @@ class Agent:
                 raise _RequestFailed(f"the model server refused the request: {api_message(exc)}") from None
             except (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError) as exc:
                 if attempt == 1 and self.recover is not None:
-                    yield self._emit(Notice("the model server stopped answering; waiting for it to come back"))
+                    yield self.emit(Notice("the model server stopped answering; waiting for it to come back"))
                     if await self.recover():
-                        yield self._emit(Notice("the model server is back; retrying the request"))
+                        yield self.emit(Notice("the model server is back; retrying the request"))
                         continue
                 raise _RequestFailed(f"the model server failed mid-request ({api_message(exc)})") from None
             except openai.APIError as exc:
@@ -303,9 +322,9 @@ class Agent:
         if not self._setup_recorded:
             self._setup_recorded = True
             system = str(self.messages[0].get("content") or "")
-            self._emit(RequestSetup(system, self.tool_specs, dict(self.config.sampling), self.config.model))
+            self.emit(RequestSetup(system, self.tool_specs, dict(self.config.sampling), self.config.model))
         timings = {key: value for key, value in (result.timings or {}).items() if isinstance(value, int | float)}
-        self._emit(RequestRecorded(sent, result.finish_reason, timings, dict(result.usage or {}), round(duration_s, 4)))
+        self.emit(RequestRecorded(sent, result.finish_reason, timings, dict(result.usage or {}), round(duration_s, 4)))
 
     def _account(self, result: StepResult) -> None:
         timings = result.timings or {}
@@ -328,8 +347,8 @@ class Agent:
         self.messages = await self.compactor.compact(self.messages, aggressive=aggressive)
         after = len(json.dumps(self.messages))
         self.last_context_used = 0
-        yield self._emit(Notice(f"compacted the conversation ({why}): {before} -> {after} characters"))
-        yield self._emit(HistoryReplaced(list(self.messages)))
+        yield self.emit(Notice(f"compacted the conversation ({why}): {before} -> {after} characters"))
+        yield self.emit(HistoryReplaced(list(self.messages)))
 
     # -- a tool call -------------------------------------------------------------------------
 
@@ -342,17 +361,22 @@ class Agent:
             why_not = format_error_feedback(call.problem or "invalid call", sorted(self.tools))
         else:
             summary = tool.describe_call(call.arguments, self.tool_ctx.workspace)
-            yield self._emit(ToolCallStarted(call.id, call.name, call.arguments, summary))
-            permission = self._permission(call, tool, call.arguments, summary)
-            async for event in permission:
+            yield self.emit(ToolCallStarted(call.id, call.name, call.arguments, summary))
+            gate = judge_call(self, call, tool, summary)
+            async for event in gate:
                 yield event
-            why_not = permission.result if isinstance(permission.result, str) else None
+            verdict = gate.result
+            why_not = verdict.refusal
             if why_not is None:
                 started = time.monotonic()
-                arguments = permission.result if isinstance(permission.result, dict) else call.arguments
-                result = await tool.run(arguments, self.tool_ctx)
+                result = await tool.run(verdict.arguments, self.tool_ctx)
+                if self.hooks is not None:
+                    after = await self.hooks.after_call(
+                        call.id, call.name, verdict.arguments, result.output, result.is_error
+                    )
+                    result.output += f"\n\n{after.reason or after.context}" if after.reason or after.context else ""
                 self.totals["tool_calls"] += 1
-                yield self._emit(
+                yield self.emit(
                     ToolCallFinished(
                         call.id,
                         call.name,
@@ -365,56 +389,8 @@ class Agent:
                 yield result
                 return
         refused = ToolResult.error(why_not)
-        yield self._emit(ToolCallFinished(call.id, call.name, refused.output, True, 0.0))
+        yield self.emit(ToolCallFinished(call.id, call.name, refused.output, True, 0.0))
         yield refused
-
-    @streamed
-    async def _permission(
-        self, call: ToolCall, tool: AgentTool, arguments: dict[str, Any], summary: str
-    ) -> AsyncIterator[Event | str | dict[str, Any] | None]:
-        """What the policy (or, when it says ask, a person) decides: ``.result`` is None when
-        the call may run as it is, the arguments to run it with when the person changed them,
-        else the reason it may not, for the model."""
-        decision = self.policy.decide(
-            tool.name, tool.reads_only, summary, workspace=self.tool_ctx.workspace, arguments=arguments
-        )
-        if decision.action == "ask" and self.approve is None:
-            decision = resolve_without_person(decision)
-        if decision.action == "deny":
-            yield f"Not allowed: {decision.reason}"
-            return
-        if decision.action == "ask" and self.approve is not None:
-            request = ApprovalRequest(
-                call.id,
-                call.name,
-                summary,
-                arguments,
-                decision.reason,
-                tool.preview(arguments, self.tool_ctx),
-                rule_for_call(tool.name, summary),
-            )
-            yield self._emit(ApprovalRequested(**vars(request)))
-            approval = await self.approve(request)
-            if approval.rule is not None:
-                self.policy.add_rule("allow", approval.rule)
-            if approval.answer == "deny":
-                if approval.interrupt:
-                    raise TurnStop("denied", approval.message or "the user denied a call and stopped the turn")
-                yield approval.message or "The user denied this call. Do not retry it; ask or try another way."
-                return
-            if approval.arguments is not None and approval.arguments != arguments:
-                # The changed call is judged again: an answer about one call allows no other the
-                # rules deny. What would ask was just answered by the one who changed it.
-                changed = tool.describe_call(approval.arguments, self.tool_ctx.workspace)
-                again = self.policy.decide(
-                    tool.name, tool.reads_only, changed, workspace=self.tool_ctx.workspace, arguments=approval.arguments
-                )
-                if again.action == "deny":
-                    yield f"Not allowed: {again.reason}"
-                    return
-                yield approval.arguments
-                return
-        yield None
 
 
 def _valid_unicode(value: Any) -> Any:

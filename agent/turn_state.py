@@ -55,6 +55,8 @@ class TurnState:
     # The text of the latest reply: the turn's answer once the model stops calling tools.
     final_text: str = ""
     answered: bool = False
+    # A Stop hook kept this turn going once already (the SDK's stop_hook_active).
+    stop_hooked: bool = False
     nudged_empty: bool = False
     format_errors: int = 0
     loop_guard: LoopGuard = field(default_factory=LoopGuard)

@@ -64,6 +64,11 @@ class AgentRuntime:
     # Where the TUI's "allow always" can be saved (tui.runtime.RuleStore); None: session only.
     rules: ConfigRuleStore | None = None
 
+    @property
+    def session_file(self) -> Path | None:
+        """The session's event file, once the model has answered (it is made then)."""
+        return self._writer.path if self._writer is not None else None
+
     # tui.runtime.RuleStore, through the config files of this workspace.
     def rule_targets(self) -> list[tuple[str, Path]]:
         return self.rules.rule_targets() if self.rules is not None else []

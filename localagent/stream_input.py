@@ -26,7 +26,9 @@ from localagent.claude_cli import PERMISSION_MODES
 from localagent.console import err
 from localagent.context import AppContext
 from localagent.headless import HeadlessRunner
+from localagent.sdk_hooks import SdkHooks
 from localagent.stream_json import MCP_STATUS, json_line
+from localagent.stream_json import PERMISSION_MODES as CLAUDE_MODES
 
 ReadLine = Callable[[], Awaitable[bytes]]
 
@@ -129,10 +131,10 @@ class StreamSession:
         subtype = request.get("subtype")
         agent = self._agent()
         if subtype == "initialize":
-            if request.get("hooks"):
-                raise ControlError("hooks are not served by localagent yet; start the SDK without hooks")
+            self._register_hooks(request.get("hooks") or {})
             model = agent.config.model
             return {
+                "hook_on_failure_supported": True,
                 "commands": [],
                 "output_style": "default",
                 "available_output_styles": ["default"],
@@ -166,6 +168,27 @@ class StreamSession:
             return {"totalTokens": used, "maxTokens": limit, "percentage": share}
         raise ControlError(f"control request {subtype!r} is not served by localagent")
 
+    def _register_hooks(self, config: dict[str, Any]) -> None:
+        if not config:
+            return
+        unserved = SdkHooks.unserved(config)
+        if unserved:
+            # Refused, not ignored: a hook meant to guard a call must not silently never run.
+            raise ControlError(f"these hook events are not served by localagent: {', '.join(unserved)}")
+        hooks = SdkHooks(self._ask, self._hook_base)
+        hooks.register(config)
+        self._agent().hooks = hooks
+
+    def _hook_base(self) -> dict[str, Any]:
+        runtime = self.runtime
+        assert runtime is not None
+        return {
+            "session_id": runtime.session_id,
+            "transcript_path": str(runtime.session_file or ""),
+            "cwd": str(runtime.agent.tool_ctx.workspace),
+            "permission_mode": CLAUDE_MODES.get(str(runtime.agent.policy.mode), "default"),
+        }
+
     # -- turns -----------------------------------------------------------------------------
 
     async def _run_turns(self) -> None:
@@ -189,9 +212,6 @@ class StreamSession:
 
     async def approve(self, request: ApprovalRequest) -> Approval:
         """The agent's ``approve``: a ``can_use_tool`` request to the SDK, its answer the approval."""
-        request_id = f"localagent_{next(self._ids)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._asked[request_id] = future
         body = {
             "subtype": "can_use_tool",
             "tool_name": request.name,
@@ -200,12 +220,18 @@ class StreamSession:
             "permission_suggestions": [],
             "decision_reason": request.reason,
         }
+        return approval_from(await self._ask(body), request)
+
+    async def _ask(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A control request to the SDK, and its control response (an error one when none comes)."""
+        request_id = f"localagent_{next(self._ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._asked[request_id] = future
         self._write({"type": "control_request", "request_id": request_id, "request": body})
         try:
-            answer = await future
+            return await future
         finally:
             self._asked.pop(request_id, None)
-        return approval_from(answer, request)
 
     def _resolve(self, response: dict[str, Any]) -> None:
         future = self._asked.get(str(response.get("request_id")))

@@ -14,6 +14,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -137,3 +138,36 @@ def test_plan_mode_refuses_writes(la_env) -> None:
     ]
     assert [b.name for b in tool_uses] == ["create"]
     assert isinstance(messages[-1], ResultMessage)
+
+
+def test_a_pre_tool_use_hook_blocks_a_bash_call_and_the_model_hears_why(la_env) -> None:
+    turns = [call("bash", "b1", command="touch hooked.txt"), ScriptedTurn(text="Blocked, then.")]
+    seen: list[dict[str, Any]] = []
+
+    async def guard(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        seen.append(hook_input)
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "no shell in this app",
+            }
+        }
+
+    async def run(model: ScriptedModelServer) -> list[Any]:
+        async def prompt():
+            yield {"type": "user", "message": {"role": "user", "content": "make a file"}}
+
+        hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[guard])]}
+        more = {"hooks": hooks, "permission_mode": "bypassPermissions"}
+        return await collect(query(prompt=prompt(), options=options(la_env, model, **more)))
+
+    with ScriptedModelServer(turns) as model:
+        messages = asyncio.run(run(model))
+        refusal = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][0]
+    assert not (la_env.workspace / "hooked.txt").exists()  # full-auto would have run it
+    assert [(s["hook_event_name"], s["tool_name"], s["tool_input"]) for s in seen] == [
+        ("PreToolUse", "bash", {"command": "touch hooked.txt"})
+    ]
+    assert "no shell in this app" in refusal
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Blocked, then."
