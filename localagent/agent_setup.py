@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
 from openai import AsyncOpenAI
@@ -39,6 +39,9 @@ from tools.mcp import McpManager
 from tools.mcp.setup import open_mcp
 from tools.registry import builtin_tools
 from tools.sandbox import SandboxPolicy, sandbox_available, sandbox_note
+
+if TYPE_CHECKING:
+    from tools.mcp.relay import Relay
 
 # The user-level instructions file, in the config directory (beside config.toml and mcp.json).
 USER_INSTRUCTIONS = "AGENTS.md"
@@ -160,6 +163,7 @@ async def build_agent(
     shared: Endpoint | None = None,
     session_id: str | None = None,
     approve: Approve | None = None,
+    mcp_relay: Relay | None = None,
 ) -> AgentRuntime:
     policy, sandbox = permission_policy(ctx, options)
     store = session_store(ctx)
@@ -187,7 +191,7 @@ async def build_agent(
     tool_ctx = tool_context(ctx, scratch, sandbox)
     sources = ctx.mcp_sources()
     mcp, notes = await open_mcp(
-        dataclasses.replace(sources, strict=options.strict_mcp),
+        dataclasses.replace(sources, strict=options.strict_mcp, relay=mcp_relay),
         options.mcp_config,
         trust=options.trust_project_mcp,
         ask=options.approve_project_mcp,

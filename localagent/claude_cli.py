@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from localagent.agent_options import AgentOptions, add_rule_arguments, check_base_url, rule_list
 from localagent.errors import UsageError
@@ -64,8 +65,13 @@ def wants_claude_contract(argv: Sequence[str], commands: Sequence[str]) -> bool:
     return any(arg in TRIGGERS or arg.startswith(("--output-format=", "--input-format=")) for arg in argv)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (Claude Code's command line; `localagent --help` for localagent's own)")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="localagent",
         description="Claude Code's headless command line (what the Claude Agent SDK runs); see `localagent run` for ours.",
         allow_abbrev=False,

@@ -46,6 +46,5 @@ async def _serve(ctx: AppContext, options: AgentOptions, args: argparse.Namespac
 
 
 def parse_claude_args(argv: list[str]) -> argparse.Namespace:
-    args = parse(argv)
-    args.handler = cmd_claude
-    return args
+    """The flags; a malformed one is a UsageError (one line, exit 2), as everywhere else."""
+    return parse(argv)

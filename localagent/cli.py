@@ -110,9 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if wants_claude_contract(words, list(COMMANDS)):
         # Claude Code's headless command line (what the Claude Agent SDK runs): localagent.claude_cli.
-        from localagent.claude_command import parse_claude_args
-
-        sys.exit(run_handler(cmd_claude_entry, parse_claude_args(words)))
+        sys.exit(run_handler(cmd_claude_entry, argparse.Namespace(words=words)))
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
@@ -127,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def cmd_claude_entry(args: argparse.Namespace) -> int:
-    handler: Handler = args.handler
-    return handler(args)
+    from localagent.claude_command import cmd_claude, parse_claude_args
+
+    return cmd_claude(parse_claude_args(args.words))
 
 
 def run_handler(handler: Handler, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import json
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
@@ -34,22 +35,41 @@ ReadLine = Callable[[], Awaitable[bytes]]
 
 
 async def serve_stream_json(ctx: AppContext, options: AgentOptions, *, partial: bool, ask_sdk: bool) -> int:
+    """Read stdin from the start: while the agent is built, the SDK's servers (``"type": "sdk"``)
+    are reached through it, and its ``initialize`` waits for the agent."""
     from localagent.run_command import session_info
 
     session = StreamSession(sys.stdout, partial=partial, ask_sdk=ask_sdk)
-    runtime = await build_agent(ctx, options, approve=session.approve if ask_sdk else None)
-    for note in runtime.notes:
-        err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
-    session.attach(runtime, lambda: session_info(ctx, runtime))
+    reading = asyncio.create_task(session.serve(stdin_lines()))
     try:
-        return await session.serve(_stdin_line)
+        runtime = await build_agent(ctx, options, approve=session.approve if ask_sdk else None, mcp_relay=session.relay)
+    except BaseException:
+        reading.cancel()
+        raise
+    try:
+        for note in runtime.notes:
+            err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
+        session.attach(runtime, lambda: session_info(ctx, runtime))
+        return await reading
     finally:
         await runtime.close()
 
 
-async def _stdin_line() -> bytes:
-    # A thread, not a pipe transport: stdin may be a file, a pipe or a socket.
-    return await asyncio.to_thread(sys.stdin.buffer.readline)
+def stdin_lines() -> ReadLine:
+    """Lines of stdin, read by a daemon thread (stdin may be a file, a pipe or a socket, and a
+    process that stops early must not wait for a read that never ends); b"" at its end."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def read() -> None:
+        while True:
+            line = sys.stdin.buffer.readline()
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+            if not line:
+                return
+
+    threading.Thread(target=read, name="stdin", daemon=True).start()
+    return lines.get
 
 
 class StreamSession:
@@ -59,13 +79,17 @@ class StreamSession:
         self.ask_sdk = ask_sdk
         self.runtime: AgentRuntime | None = None
         self._info: Callable[[], Any] | None = None
-        self._turns: asyncio.Queue[str | None] = asyncio.Queue()
+        # Each prompt, with the control requests read before it: they are settled before it runs.
+        self._turns: asyncio.Queue[tuple[str, list[asyncio.Task[None]]] | None] = asyncio.Queue()
         self._running: asyncio.Task[Any] | None = None
         self._asked: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        self._ready = asyncio.Event()  # the agent is built
+        self._answering: set[asyncio.Task[None]] = set()
 
     def attach(self, runtime: AgentRuntime, info: Callable[[], Any]) -> None:
         self.runtime, self._info = runtime, info
+        self._ready.set()
 
     async def serve(self, read_line: ReadLine) -> int:
         worker = asyncio.create_task(self._run_turns())
@@ -95,9 +119,13 @@ class StreamSession:
             return
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "user":
-            await self._turns.put(user_text(message))
+            await self._turns.put((user_text(message), list(self._answering)))
         elif kind == "control_request":
-            self._answer(message)
+            # Answered beside the reading: a request may wait for the agent, whose building may
+            # wait for answers that come on stdin.
+            task = asyncio.create_task(self._answer(message))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
         elif kind == "control_response":
             self._resolve(message.get("response") or {})
         elif kind == "control_cancel_request":
@@ -107,9 +135,10 @@ class StreamSession:
         elif kind not in ("keep_alive", "update_environment_variables"):
             err.print(f"warning: a stdin message of type {kind!r} is not served here; it is skipped", markup=False)
 
-    def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer(self, message: dict[str, Any]) -> None:
         request_id = message.get("request_id")
         request = message.get("request") or {}
+        await self._ready.wait()
         try:
             response = self._control(request)
         except ControlError as exc:
@@ -192,7 +221,10 @@ class StreamSession:
     # -- turns -----------------------------------------------------------------------------
 
     async def _run_turns(self) -> None:
-        while (text := await self._turns.get()) is not None:
+        await self._ready.wait()
+        while (queued := await self._turns.get()) is not None:
+            text, earlier = queued
+            await asyncio.gather(*earlier, return_exceptions=True)
             assert self.runtime is not None and self._info is not None
             runner = HeadlessRunner(
                 self.runtime.agent, "stream-json", self.out, info=self._info(), partial=self.partial
@@ -221,6 +253,14 @@ class StreamSession:
             "decision_reason": request.reason,
         }
         return approval_from(await self._ask(body), request)
+
+    async def relay(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
+        """tools.mcp.relay's channel to the SDK's own MCP servers: an ``mcp_message`` request."""
+        answer = await self._ask({"subtype": "mcp_message", "server_name": server, "message": message})
+        if answer.get("subtype") != "success":
+            raise ConnectionError(f"the SDK's MCP server {server!r} did not answer: {answer.get('error', 'no answer')}")
+        reply = (answer.get("response") or {}).get("mcp_response")
+        return reply if isinstance(reply, dict) else None
 
     async def _ask(self, body: dict[str, Any]) -> dict[str, Any]:
         """A control request to the SDK, and its control response (an error one when none comes)."""

@@ -21,7 +21,9 @@ from claude_agent_sdk import (
     SystemMessage,
     TextBlock,
     ToolUseBlock,
+    create_sdk_mcp_server,
     query,
+    tool,
 )
 
 from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
@@ -171,3 +173,32 @@ def test_a_pre_tool_use_hook_blocks_a_bash_call_and_the_model_hears_why(la_env) 
     ]
     assert "no shell in this app" in refusal
     assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Blocked, then."
+
+
+def test_a_tool_of_an_sdk_mcp_server_is_offered_and_called_in_the_application(la_env) -> None:
+    calls: list[dict[str, Any]] = []
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(arguments: dict[str, Any]) -> dict[str, Any]:
+        calls.append(arguments)
+        return {"content": [{"type": "text", "text": str(arguments["a"] + arguments["b"])}]}
+
+    server = create_sdk_mcp_server("calc", tools=[add])
+    turns = [call("mcp__calc__add", "m1", a=2, b=3), ScriptedTurn(text="It is 5.")]
+
+    async def run(model: ScriptedModelServer) -> list[Any]:
+        async def prompt():
+            yield {"type": "user", "message": {"role": "user", "content": "what is 2 + 3?"}}
+
+        more = {"mcp_servers": {"calc": server}, "permission_mode": "bypassPermissions"}
+        return await collect(query(prompt=prompt(), options=options(la_env, model, **more)))
+
+    with ScriptedModelServer(turns) as model:
+        messages = asyncio.run(run(model))
+        offered = [spec["function"]["name"] for spec in model.requests[0].get("tools", [])]
+        result = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"][0]
+    assert "mcp__calc__add" in offered
+    assert calls == [{"a": 2, "b": 3}] and "5" in result
+    init = next(m for m in messages if isinstance(m, SystemMessage))
+    assert {"name": "calc", "status": "connected"} in init.data["mcp_servers"]
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "It is 5."

@@ -28,6 +28,7 @@ from mcp_types import Tool as RemoteTool
 
 from tools.mcp.config import ServerConfig
 from tools.mcp.names import sanitise
+from tools.mcp.relay import Relay, relay_transport
 
 StateName = Literal["starting", "ready", "failed", "disconnected"]
 
@@ -58,9 +59,12 @@ class _Job:
 
 
 class ServerConnection:
-    def __init__(self, config: ServerConfig, log_dir: Path, *, cwd: Path | None = None) -> None:
+    def __init__(
+        self, config: ServerConfig, log_dir: Path, *, cwd: Path | None = None, relay: Relay | None = None
+    ) -> None:
         self.config = config
         self.cwd = cwd
+        self.relay = relay
         self.log_path = log_dir / f"{sanitise(config.name)}.log"
         self.state: StateName = "starting"
         self.error: str | None = None
@@ -191,6 +195,10 @@ class ServerConnection:
                 httpx2.AsyncClient(headers=config.headers, timeout=httpx2.Timeout(30.0, read=300.0))
             )
             transport = streamable_http_client(config.url, http_client=http)
+        elif config.transport == "sdk":
+            if self.relay is None:
+                raise ConnectionError("an sdk server is served by the program that started localagent, and none did")
+            transport = relay_transport(config.name, self.relay)
         else:
             transport = sse_client(config.url, headers=config.headers or None)
         client = Client(transport, client_info=Implementation(name="localagent", version=_version()))

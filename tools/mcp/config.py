@@ -21,7 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 DEFAULT_STARTUP_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 60.0
 
-Transport = Literal["stdio", "http", "sse"]
+Transport = Literal["stdio", "http", "sse", "sdk"]
 # Where an entry came from decides whether it needs approval: only "project" does.
 Source = Literal["project", "user", "cli"]
 
@@ -239,6 +239,11 @@ def parse_entry(name: str, raw: Any, source: Source, origin: Path, environ: Mapp
                 url=url, headers={key: expand(value, environ) for key, value in entry.headers.items()},
                 written=_written(entry), **timeouts,
             )  # fmt: skip
+        if kind == "sdk":
+            # Served by the program that started localagent (the Claude Agent SDK), through its relay.
+            return ServerConfig(
+                name=name, transport="sdk", source=source, origin=origin, written={"type": "sdk"}, **timeouts
+            )
     except MissingVariable as exc:
         raise EntryError(str(exc)) from None
     raise EntryError(f"unknown type {entry.type!r}; use stdio, http or sse")

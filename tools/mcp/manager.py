@@ -16,6 +16,7 @@ from types import TracebackType
 from tools.mcp.client import ServerConnection, StateName
 from tools.mcp.config import ServerConfig, Transport
 from tools.mcp.names import unique_tool_names
+from tools.mcp.relay import Relay
 from tools.mcp.tool_adapter import McpTool
 
 # The SDK logs transport trouble itself; without a handler Python would print it on stderr.
@@ -41,10 +42,11 @@ class McpManager:
         scratch_dir: Path,
         *,
         cwd: Path | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self.log_dir = log_dir
         self.scratch_dir = scratch_dir
-        self.connections = [ServerConnection(config, log_dir, cwd=cwd) for config in configs]
+        self.connections = [ServerConnection(config, log_dir, cwd=cwd, relay=relay) for config in configs]
         self._tools: list[McpTool] = []
         self._log_handler: logging.Handler | None = None
         self._started = False

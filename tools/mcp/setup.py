@@ -19,6 +19,7 @@ from tools.mcp.config import LoadedConfig, ServerConfig, load_config_file, merge
 if TYPE_CHECKING:
     # The manager brings in the `mcp` package; loaded only when servers are opened.
     from tools.mcp.manager import McpManager
+    from tools.mcp.relay import Relay
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -34,6 +35,8 @@ class McpSources:
     logs_dir: Path  # <logs dir>/mcp
     # Only the servers of the file given on the command line (Claude Code's --strict-mcp-config).
     strict: bool = False
+    # How "type": "sdk" servers are reached (tools.mcp.relay); None: such servers cannot start.
+    relay: Relay | None = None
 
     @property
     def project_file(self) -> Path:
@@ -95,6 +98,6 @@ async def open_mcp(
         return None, setup.notes
     from tools.mcp.manager import McpManager
 
-    manager = McpManager(setup.servers, sources.logs_dir, scratch_dir, cwd=sources.workspace)
+    manager = McpManager(setup.servers, sources.logs_dir, scratch_dir, cwd=sources.workspace, relay=sources.relay)
     await manager.start()
     return manager, setup.notes + manager.problems()
