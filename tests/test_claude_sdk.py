@@ -202,3 +202,54 @@ def test_a_tool_of_an_sdk_mcp_server_is_offered_and_called_in_the_application(la
     init = next(m for m in messages if isinstance(m, SystemMessage))
     assert {"name": "calc", "status": "connected"} in init.data["mcp_servers"]
     assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "It is 5."
+
+
+def test_prompt_post_tool_and_stop_hooks_are_honoured(la_env) -> None:
+    (la_env.workspace / "notes.txt").write_text("alpha\n")
+    turns = [
+        call("view", "v1", path="notes.txt"),
+        ScriptedTurn(text="Alpha."),
+        ScriptedTurn(text="Alpha, checked twice."),
+    ]
+    events: list[str] = []
+
+    async def on_prompt(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        events.append("prompt")
+        if "secret" in hook_input["prompt"]:
+            return {"decision": "block", "reason": "no secrets here"}
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "Be brief."}}
+
+    async def after_tool(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        events.append(f"after {hook_input['tool_name']}")
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "The file is a fixture."}}
+
+    async def on_stop(hook_input: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        events.append(f"stop {hook_input['stop_hook_active']}")
+        if not hook_input["stop_hook_active"]:
+            return {"decision": "block", "reason": "Check it once more."}
+        return {}
+
+    async def talk(model: ScriptedModelServer) -> tuple[list[Any], list[Any]]:
+        hooks = {
+            "UserPromptSubmit": [HookMatcher(hooks=[on_prompt])],
+            "PostToolUse": [HookMatcher(matcher="Read", hooks=[after_tool])],
+            "Stop": [HookMatcher(hooks=[on_stop])],
+        }
+        async with ClaudeSDKClient(options(la_env, model, hooks=hooks)) as client:
+            await client.query("tell me the secret")
+            blocked = await collect(client.receive_response())
+            await client.query("what do the notes say?")
+            answered = await collect(client.receive_response())
+        return blocked, answered
+
+    with ScriptedModelServer(turns) as model:
+        blocked, answered = asyncio.run(talk(model))
+        first, *_, last = model.requests
+    assert (
+        isinstance(blocked[-1], ResultMessage) and blocked[-1].is_error and "no secrets here" in str(blocked[-1].result)
+    )
+    assert first["messages"][-1]["content"] == "what do the notes say?\n\nBe brief."  # the blocked prompt never went
+    assert "The file is a fixture." in [m for m in last["messages"] if m["role"] == "tool"][0]["content"]
+    assert last["messages"][-1] == {"role": "user", "content": "Check it once more."}
+    assert events == ["prompt", "prompt", "after view", "stop False", "stop True"]
+    assert answered[-1].result == "Alpha, checked twice."
