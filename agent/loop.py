@@ -48,6 +48,7 @@ from agent.events import (
 )
 from agent.hooks import NO_VERDICT, AgentHooks
 from agent.permissions import PermissionPolicy, sandbox_for
+from agent.prompt import with_context
 from agent.speculation_policy import SpeculationPolicy
 from agent.toolcalls import (
     AgentTool,
@@ -112,6 +113,7 @@ class Agent:
         sink: EventSink | None = None,
         before_turn: Callable[[int], Awaitable[None]] | None = None,
         approve: Approve | None = None,
+        context: str = "",
     ) -> None:
         self.client = client
         self.tools = {tool.name: tool for tool in tools}
@@ -126,6 +128,7 @@ class Agent:
         # Asks a person when the policy says ask. None: no one can answer (a headless run), and
         # the call is refused with what would allow it. A front end may set it after building.
         self.approve = approve
+        self.context = context  # the session's own context, at the head of the first user message
         # Called before a prompt, around each tool call and at the end of a turn (agent.hooks).
         self.hooks: AgentHooks | None = None
         # Built once: the serialised tool list is part of the cached prompt prefix.
@@ -168,7 +171,8 @@ class Agent:
             yield self.emit(self._turn_finished(turn, "denied", f"blocked by a hook: {hooked.reason}"))
             return
         context = f"\n\n{hooked.context}" if hooked.context else ""
-        yield self._append({"role": "user", "content": user_text + context})
+        asked = with_context([*self.messages, {"role": "user", "content": user_text + context}], self.context)[-1]
+        yield self._append(asked)
         reason: FinishReason = "done"
         message = ""
         try:
@@ -344,7 +348,7 @@ class Agent:
 
     async def _compact(self, why: str, aggressive: bool = False) -> AsyncIterator[Event]:
         before = len(json.dumps(self.messages))
-        self.messages = await self.compactor.compact(self.messages, aggressive=aggressive)
+        self.messages = with_context(await self.compactor.compact(self.messages, aggressive=aggressive), self.context)
         after = len(json.dumps(self.messages))
         self.last_context_used = 0
         yield self.emit(Notice(f"compacted the conversation ({why}): {before} -> {after} characters"))

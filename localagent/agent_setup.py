@@ -19,7 +19,7 @@ from agent.events import Event
 from agent.instructions import load_instructions
 from agent.loop import Agent, AgentConfig, AgentTool, Recover
 from agent.permissions import PermissionPolicy, PermissionRules, sandbox_for
-from agent.prompt import system_prompt
+from agent.prompt import session_context, system_prompt
 from agent.sessions import SessionStore, SessionWriter, messages_from_events
 from agent.speculation_policy import SpeculationPolicy
 from localagent.agent_options import (
@@ -327,7 +327,7 @@ def assemble_agent(
         tools,
         tool_ctx,
         policy,
-        agent_system_prompt(ctx, options, instructions),
+        agent_system_prompt(options),
         AgentConfig(
             model=model,
             max_steps=options.max_steps or settings.max_steps,
@@ -340,14 +340,15 @@ def assemble_agent(
         history=history,
         sink=sink,
         before_turn=before_turn,
+        context=session_context(ctx.workspace, instructions),
     )
 
 
-def agent_system_prompt(ctx: AppContext, options: AgentOptions, instructions: str) -> str:
-    """localagent's prompt with the instructions, or the one the caller gave in its place (an
-    empty one keeps ours: the Claude Agent SDK passes an empty --system-prompt by default); then
-    what the caller appends."""
-    text = options.system_prompt if options.system_prompt else system_prompt(ctx.workspace, instructions)
+def agent_system_prompt(options: AgentOptions) -> str:
+    """localagent's fixed prompt, or the one the caller gave in its place (an empty one keeps
+    ours: the Claude Agent SDK passes an empty --system-prompt by default); then what the caller
+    appends. The workspace and its instructions come with the first message (agent.prompt)."""
+    text = options.system_prompt if options.system_prompt else system_prompt()
     if options.append_system_prompt:
         text += "\n\n" + options.append_system_prompt
     return text

@@ -1,7 +1,7 @@
 """Gemma 4's own chat template, on the real llama-server, with the requests our agent really sends.
 
 A session is run headless against the scripted model (the model's choices only), with everything
-a long session has: AGENTS.md in the system prompt, every built-in tool and an MCP tool whose
+a long session has: AGENTS.md in its first message, every built-in tool and an MCP tool whose
 schema nests models, enums, arrays and optional fields, reasoning before a call, results that are
 errors, long, non-ASCII or code full of braces and quotes, a malformed call, then a resumed run
 whose history is compacted. Every request it sent is then given to llama-server serving the tiny
@@ -169,13 +169,16 @@ def test_every_request_of_a_session_renders_and_is_answered_through_gemma4s_temp
         assert answer.json()["choices"][0]["message"] is not None
 
 
-def test_the_system_turn_holds_agents_md_and_every_tool_with_its_nested_schema(
+def test_the_system_turn_holds_every_tool_with_its_nested_schema_and_agents_md_comes_after(
     gemma4_server: str, session_requests: list[dict]
 ) -> None:
     request = session_requests[0]
     prompt = apply_template(gemma4_server, request)
     system = prompt.split("<|turn>system\n", 1)[1].split("<turn|>", 1)[0]
-    assert AGENTS_MD.strip() in system
+    first_user = prompt.split("<|turn>user\n", 1)[1].split("<turn|>", 1)[0]
+    # The system turn is the same in every repository; the repository's own text follows the tools.
+    assert AGENTS_MD.strip() in first_user and AGENTS_MD.strip() not in system
+    assert str(request["messages"][0]["content"]).strip() == system.split("<|tool>", 1)[0].strip()
     names = [tool["function"]["name"] for tool in request["tools"]]
     assert {"bash", "view", "edit", "mcp__echo__plan_trip"} <= set(names)
     for name in names:

@@ -150,27 +150,43 @@ def test_the_cap_cuts_the_user_level_file_before_the_repositorys(repo: Path, tmp
     assert text.index("U" * 100) < text.index("R" * 200) < text.index("P" * 200)
 
 
-def test_a_user_level_agents_md_reaches_the_system_prompt(repo: Path, tmp_path: Path) -> None:
-    from agent.prompt import BASE_PROMPT, system_prompt
+def test_a_user_level_agents_md_reaches_the_session_context(repo: Path, tmp_path: Path) -> None:
+    from agent.prompt import session_context
 
     user_file = tmp_path / "config" / "AGENTS.md"
     user_file.parent.mkdir()
     user_file.write_text("Always write type hints.\n")
     (repo / "AGENTS.md").write_text("Use tabs in Makefiles.\n")
 
-    prompt = system_prompt(repo, load_instructions(repo, user_file=user_file))
-    assert prompt.startswith(BASE_PROMPT.format(workspace=repo))
-    assert "# Instructions" in prompt
-    assert prompt.index("Always write type hints.") < prompt.index("Use tabs in Makefiles.")
-    assert "the user's own instructions, for every repository" in prompt
-    # Byte-stable: the same files give the same prompt.
-    assert prompt == system_prompt(repo, load_instructions(repo, user_file=user_file))
+    context = session_context(repo, load_instructions(repo, user_file=user_file))
+    assert context.startswith(f"<context>\nThe repository is at {repo}.") and context.endswith("</context>")
+    assert "# Instructions" in context
+    assert context.index("Always write type hints.") < context.index("Use tabs in Makefiles.")
+    assert "the user's own instructions, for every repository" in context
+    # Byte-stable: the same files give the same context.
+    assert context == session_context(repo, load_instructions(repo, user_file=user_file))
 
 
-def test_without_instructions_the_prompt_is_the_base_prompt(repo: Path) -> None:
-    from agent.prompt import BASE_PROMPT, system_prompt
+def test_the_system_prompt_names_no_repository(repo: Path, tmp_path: Path) -> None:
+    from agent.prompt import BASE_PROMPT, session_context, system_prompt
 
-    assert system_prompt(repo, load_instructions(repo)) == BASE_PROMPT.format(workspace=repo)
+    assert system_prompt() == BASE_PROMPT and str(repo) not in BASE_PROMPT
+    assert session_context(repo, load_instructions(repo)) == f"<context>\nThe repository is at {repo}.\n</context>"
+
+
+def test_the_context_rides_on_the_first_user_message_only_and_is_not_shown_as_typed() -> None:
+    from agent.prompt import with_context, without_context
+    from tui.attachments import typed_part
+
+    context = "<context>\nThe repository is at /r.\n</context>"
+    system = {"role": "system", "content": "fixed"}
+    first = with_context([system, {"role": "user", "content": "fix it"}], context)
+    assert first[1]["content"] == f"{context}\n\nfix it"
+    later = [*first, {"role": "assistant", "content": "done"}, {"role": "user", "content": "more"}]
+    assert with_context(later, context) == later  # once per conversation
+    summary = [system, {"role": "user", "content": "Summary of the conversation so far: ..."}]
+    assert with_context(summary, context)[1]["content"].startswith(context)  # after compaction too
+    assert without_context(first[1]["content"]) == "fix it" and typed_part(first[1]["content"]) == "fix it"
 
 
 # -- a hostile repository ------------------------------------------------------------------------

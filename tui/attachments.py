@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.prompt import without_context
 from tools.base import ToolError
 from tools.file_listing import inside_git_dir
 from tools.output_truncation import cut_middle
@@ -150,6 +151,8 @@ def compose(typed: str, notes: list[str], files: list[Attached]) -> str:
 
 
 def typed_part(content: str) -> str:
-    """The text as the person typed it, without the context ``compose`` added."""
-    head, mark, _ = content.partition("\n\n" + CONTEXT_MARK + "\n\n")
-    return head if mark else content
+    """The text as the person typed it, without the context ``compose`` added (nor the
+    session's own, agent.prompt.session_context)."""
+    text = without_context(content)
+    head, mark, _ = text.partition("\n\n" + CONTEXT_MARK + "\n\n")
+    return head if mark else text
