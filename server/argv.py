@@ -18,6 +18,7 @@ from server.cpu import cpu_info
 from server.cpu_threads import busy_cores, choose_threads
 from server.defaults import DEFAULT_HOST, DEFAULT_PORT
 from server.errors import ProfileError
+from server.host_memory import auto_cache_mib, available_mib
 from server.profiles import Profile
 from server.rpc_endpoints import exposure_warning
 from server.secret_argv import redact_argv
@@ -184,7 +185,8 @@ def _add_serving(out: _ArgvBuilder) -> None:
     if profile.flash_attn is not None:
         out.add("--flash-attn", profile.flash_attn)
     if profile.cache_ram is not None:
-        out.add("--cache-ram", profile.cache_ram, needs="the prompt cache size limit (--cache-ram)")
+        size = auto_cache_mib(available_mib()) if profile.cache_ram == "auto" else profile.cache_ram
+        out.add("--cache-ram", size, needs="the prompt cache size limit (--cache-ram)")
     out.add("--jinja" if profile.jinja else "--no-jinja")
     if profile.chat_template_file is not None:
         if not profile.chat_template_file.is_file():

@@ -154,7 +154,9 @@ class Profile(_Strict):
     # checkpoint unless the SWA cache is full-size; an agent re-sending its history wants it.
     swa_full: bool = False
     no_host: bool = False
-    cache_ram: int | None = None
+    # MiB of host memory for the prompt cache (0: none); "auto": sized from free memory at launch
+    # (server.host_memory); None: llama-server's default (8 GiB in b11434).
+    cache_ram: int | Literal["auto"] | None = None
     mmap: bool = True
     mlock: bool = False
     jinja: bool = True
@@ -296,7 +298,9 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             ubatch_size=512,
             ctx_size=32768,
             flash_attn="on",
-            cache_ram=0,
+            # The recipe's 0 turns the host prompt cache off: a session another one displaced
+            # would be read again whole (up to 32k tokens); measured with bench --interleave.
+            cache_ram="auto",
             mmap=False,
             mlock=True,
             no_host=True,

@@ -18,8 +18,10 @@ MAIN = Path("models/gemma-4-31B-it-Q4_K_S.gguf")
 DRAFT = Path("models/gemma4-31b-it-dflash-Q5_K_M.gguf")
 BIN = Path("llama-server")
 
-# The recipe's two command lines, verbatim except the host (localagent binds loopback by default)
-# and `--fit on`: both binaries fit by default, and a GPU profile says so in its command.
+# The recipe's two command lines, verbatim except the host (localagent binds loopback by default),
+# `--fit on` (both binaries fit by default, and a GPU profile says so in its command) and the DFlash
+# server's host prompt cache: the recipe's `--cache-ram 0` is a quarter of the free memory here
+# (server.host_memory; 16 GiB free in these tests), so that sessions taking turns keep their caches.
 RECIPE_BASELINE = (
     "llama-server -m models/gemma-4-31B-it-Q4_K_S.gguf --host 127.0.0.1 --port 8910 -np 1 -ngl all --fit on "
     "-b 2048 -ub 512 --ctx-size 32768 --cache-type-k q5_0 --cache-type-v q4_1 --flash-attn on "
@@ -30,9 +32,14 @@ RECIPE_DFLASH = (
     "llama-server -m models/gemma-4-31B-it-Q4_K_S.gguf "
     "--spec-draft-model models/gemma4-31b-it-dflash-Q5_K_M.gguf --spec-type dflash --spec-dflash-cross-ctx 1024 "
     "--host 127.0.0.1 --port 8910 -np 1 --kv-unified -ngl all --fit on --spec-draft-ngl all -b 2048 -ub 512 "
-    "--ctx-size 32768 --flash-attn on --cache-ram 0 --jinja --no-mmap --mlock --no-host --metrics "
+    "--ctx-size 32768 --flash-attn on --cache-ram 4096 --jinja --no-mmap --mlock --no-host --metrics "
     "--log-timestamps --log-prefix --reasoning off --temp 0.7 --top-k 64 --top-p 0.95 --min-p 0.0"
 )
+
+
+@pytest.fixture(autouse=True)
+def sixteen_gib_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("server.argv.available_mib", lambda: 16 * 1024)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from localagent.agent_setup import session_store
-from localagent.bench import replay_command, report
+from localagent.bench import interleave_command, replay_command, report
 from localagent.bench.chart import write_chart
 from localagent.bench.formatting import fmt_speedup, fmt_tps
 from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
@@ -115,6 +115,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--save", action="store_true", help="with --sweep: write the fastest settings to the user config"
     )
     replay_command.add_arguments(bench)
+    interleave_command.add_arguments(bench)
     bench.set_defaults(handler=cmd_bench)
 
 
@@ -132,6 +133,8 @@ class _Plan:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.interleave:
+        return interleave_command.cmd_interleave(args)
     plan = _prepare(args)
     started_at = _now()
     results = BenchResults(
