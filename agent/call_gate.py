@@ -40,6 +40,8 @@ class GateHost(Protocol):
 async def judge_call(host: GateHost, call: ToolCall, tool: AgentTool, summary: str) -> AsyncIterator[Event | Verdict]:
     arguments = call.arguments or {}
     hooked = NO_VERDICT if host.hooks is None else await host.hooks.before_call(call.id, call.name, arguments)
+    if hooked.stop:
+        raise TurnStop("denied", hooked.reason or "a hook stopped the turn")
     if hooked.decision == "deny":
         yield Verdict(f"Blocked by a hook: {hooked.reason or 'no reason given'}", arguments)
         return

@@ -21,6 +21,8 @@ class HookVerdict:
     reason: str = ""
     arguments: dict[str, Any] | None = None
     context: str = ""
+    # End the turn here (the SDK's "continue": false), with ``reason`` as why.
+    stop: bool = False
 
 
 NO_VERDICT = HookVerdict()

@@ -47,8 +47,9 @@ from agent.events import (
     TurnStarted,
 )
 from agent.hooks import NO_VERDICT, AgentHooks
+from agent.json_values import jsonable, valid_unicode
 from agent.permissions import PermissionPolicy, sandbox_for
-from agent.prompt import with_context
+from agent.prompt import place_context, with_context
 from agent.speculation_policy import SpeculationPolicy
 from agent.toolcalls import (
     AgentTool,
@@ -153,7 +154,7 @@ class Agent:
     def _append(self, message: dict[str, Any]) -> Event:
         # The history is sent as UTF-8 JSON: a lone surrogate the model (or a file) produced
         # has no UTF-8 form and would fail every later request, so it is replaced here, once.
-        message = _valid_unicode(message)
+        message = valid_unicode(message)
         self.messages.append(message)
         return self.emit(MessageAppended(message))
 
@@ -171,7 +172,10 @@ class Agent:
             yield self.emit(self._turn_finished(turn, "denied", f"blocked by a hook: {hooked.reason}"))
             return
         context = f"\n\n{hooked.context}" if hooked.context else ""
-        asked = with_context([*self.messages, {"role": "user", "content": user_text + context}], self.context)[-1]
+        rewritten, asked = place_context(self.messages, {"role": "user", "content": user_text + context}, self.context)
+        if rewritten is not None:
+            self.messages = rewritten
+            yield self.emit(HistoryReplaced(list(self.messages)))
         yield self._append(asked)
         reason: FinishReason = "done"
         message = ""
@@ -188,8 +192,8 @@ class Agent:
             self._close_pending(turn, "cancelled by the user")
             self.emit(self._turn_finished(turn, "cancelled", "cancelled by the user"))
             raise
-        except _RequestFailed as failure:
-            reason, message = "error", str(failure)
+        except Exception as failure:  # noqa: BLE001 - a request, or a front end's approve or hook: the history stays whole
+            reason, message = "error", _failure_line(failure)
             yield self.emit(ErrorEvent(message))
         self._close_pending(turn, f"not run: the turn ended ({reason})")
         yield self.emit(self._turn_finished(turn, reason, message))
@@ -387,7 +391,7 @@ class Agent:
                         result.output,
                         result.is_error,
                         time.monotonic() - started,
-                        _jsonable(result.metadata),
+                        jsonable(result.metadata),
                     )
                 )
                 yield result
@@ -397,19 +401,5 @@ class Agent:
         yield refused
 
 
-def _valid_unicode(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, dict):
-        return {key: _valid_unicode(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_valid_unicode(item) for item in value]
-    return value
-
-
-def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(data, default=str))
+def _failure_line(failure: Exception) -> str:
+    return str(failure) if isinstance(failure, _RequestFailed) else f"{type(failure).__name__}: {failure}"

@@ -55,15 +55,28 @@ def with_context(messages: list[dict[str, Any]], context: str) -> list[dict[str,
         if message.get("role") != "user":
             continue
         content = message.get("content")
-        if isinstance(content, str) and not content.startswith(CONTEXT_OPEN):
+        if isinstance(content, str) and not content.startswith(context):
             return [*messages[:index], {**message, "content": f"{context}\n\n{content}"}, *messages[index + 1 :]]
         return messages
     return messages
 
 
+def place_context(
+    messages: list[dict[str, Any]], asked: dict[str, Any], context: str
+) -> tuple[list[dict[str, Any]] | None, dict[str, Any]]:
+    """Where the context goes as the person asks ``asked``: on it, when the conversation has no
+    user message yet; else on the first one, where a session saved before the context moved
+    there lacks it (then the rewritten history comes back too, else None)."""
+    if not any(message.get("role") == "user" for message in messages):
+        return None, with_context([asked], context)[0]
+    rewritten = with_context(messages, context)
+    return (rewritten if rewritten is not messages else None), asked
+
+
 def without_context(text: str) -> str:
-    """A user message as the person wrote it, without the session's context at its head."""
+    """A user message as the person wrote it, without the session's context at its head. The
+    last end mark counts: an AGENTS.md that writes one cannot cut the context short."""
     if text.startswith(CONTEXT_OPEN):
-        _, mark, rest = text.partition(CONTEXT_CLOSE + "\n\n")
+        _, mark, rest = text.rpartition("\n" + CONTEXT_CLOSE + "\n\n")
         return rest if mark else text
     return text

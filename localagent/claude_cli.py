@@ -31,7 +31,8 @@ PERMISSION_MODES = {
     "acceptEdits": "auto-edit",
     "plan": "read-only",
     "bypassPermissions": "full-auto",
-    "dontAsk": "ask",  # what would ask is refused headless: nothing is asked
+    "auto": "auto-edit",
+    "dontAsk": "ask",  # what would ask is refused, never asked (localagent.claude_command)
 }
 # Flags with no meaning here: accepted, named once as ignored. (name, takes a value)
 IGNORED = (

@@ -38,11 +38,20 @@ def cmd_claude(args: argparse.Namespace) -> int:
 
 
 async def _serve(ctx: AppContext, options: AgentOptions, args: argparse.Namespace) -> int:
+    """Served until stdin closes; SIGTERM or SIGHUP (the SDK's close of a process still running)
+    cancels it, so the running tool is stopped and the server and temporary files go."""
+    from localagent.run_command import stop_signals_cancel
     from localagent.stream_input import serve_stream_json
 
-    return await serve_stream_json(
-        ctx, options, partial=args.include_partial_messages, ask_sdk=args.permission_prompt_tool == "stdio"
-    )
+    ask_sdk = args.permission_prompt_tool == "stdio" and args.permission_mode != "dontAsk"
+    received: list[int] = []
+    with stop_signals_cancel(received):
+        try:
+            return await serve_stream_json(ctx, options, partial=args.include_partial_messages, ask_sdk=ask_sdk)
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            return 128 + received[0]
 
 
 def parse_claude_args(argv: list[str]) -> argparse.Namespace:

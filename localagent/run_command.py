@@ -106,7 +106,7 @@ async def run_task(ctx: AppContext, options: AgentOptions, task: str, args: argp
     for note in runtime.notes:
         err.print(f"warning: {note}", soft_wrap=True, markup=False, highlight=False)
     received: list[int] = []
-    with _stop_signals_cancel(received):
+    with stop_signals_cancel(received):
         try:
             runner = HeadlessRunner(
                 runtime.agent,
@@ -141,7 +141,7 @@ def session_info(ctx: AppContext, runtime: AgentRuntime) -> SessionInfo:
 
 
 @contextlib.contextmanager
-def _stop_signals_cancel(received: list[int]) -> Iterator[None]:
+def stop_signals_cancel(received: list[int]) -> Iterator[None]:
     """SIGTERM and SIGHUP (the terminal closed) stop a run as Ctrl-C does: the task is cancelled,
     so the running tool's process group is killed and the turn is recorded, instead of the
     process dying at once and leaving the command running in the workspace."""

@@ -119,12 +119,19 @@ def _verdict(outputs: list[dict[str, Any]], *, context_key: str) -> HookVerdict:
     reasons: list[str] = []
     contexts: list[str] = []
     arguments: dict[str, Any] | None = None
+    stop = False
     for output in outputs:
-        specific = output.get("hookSpecificOutput") or {}
+        if not isinstance(output, dict):
+            continue
+        specific = output.get("hookSpecificOutput")
+        specific = specific if isinstance(specific, dict) else {}
         said = specific.get("permissionDecision")
-        blocked = output.get("decision") == "block" or said == "deny" or output.get("continue") is False
+        blocked = output.get("decision") == "block" or said == "deny"
         reason = specific.get("permissionDecisionReason") or output.get("reason") or output.get("stopReason")
-        if blocked:
+        if output.get("continue") is False:
+            stop = True
+            reasons.append(str(output.get("stopReason") or reason or "a hook stopped the turn"))
+        elif blocked:
             decision = "deny"
             reasons.append(str(reason or "a hook blocked it"))
         elif said == "allow" and decision == "none":
@@ -133,4 +140,4 @@ def _verdict(outputs: list[dict[str, Any]], *, context_key: str) -> HookVerdict:
             arguments = specific["updatedInput"]
         if specific.get(context_key):
             contexts.append(str(specific[context_key]))
-    return HookVerdict(decision, "; ".join(reasons), arguments, "\n".join(contexts))  # type: ignore[arg-type]
+    return HookVerdict(decision, "; ".join(reasons), arguments, "\n".join(contexts), stop)  # type: ignore[arg-type]

@@ -85,6 +85,7 @@ class StreamSession:
         self._asked: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._ready = asyncio.Event()  # the agent is built
+        self._closed = False  # stdin ended: no answer to a question can come any more
         self._answering: set[asyncio.Task[None]] = set()
 
     def attach(self, runtime: AgentRuntime, info: Callable[[], Any]) -> None:
@@ -97,8 +98,9 @@ class StreamSession:
             while line := await read_line():
                 await self._take(line)
         finally:
-            # stdin closed: no answer can come to a question still open, and the queued turns
-            # run before the process ends.
+            # stdin closed: no answer can come to a question still open (or asked later), and
+            # the queued turns run before the process ends.
+            self._closed = True
             for future in self._asked.values():
                 if not future.done():
                     future.set_result({"subtype": "error", "error": "standard input closed"})
@@ -118,6 +120,11 @@ class StreamSession:
             err.print(f"warning: a stdin line is not JSON ({exc.msg}); it is skipped", markup=False)
             return
         kind = message.get("type") if isinstance(message, dict) else None
+        if kind in ("user", "control_request", "control_response") and not _well_formed(message):
+            err.print(f"warning: a malformed {kind} message on stdin is skipped", markup=False)
+            if kind == "control_request":
+                self._write(_error_response(message.get("request_id"), "the request is not a JSON object"))
+            return
         if kind == "user":
             await self._turns.put((user_text(message), list(self._answering)))
         elif kind == "control_request":
@@ -141,13 +148,9 @@ class StreamSession:
         await self._ready.wait()
         try:
             response = self._control(request)
-        except ControlError as exc:
-            self._write(
-                {
-                    "type": "control_response",
-                    "response": {"subtype": "error", "request_id": request_id, "error": str(exc)},
-                }
-            )
+        except Exception as exc:  # noqa: BLE001 - every request gets an answer, an error one when it cannot be served
+            problem = str(exc) if isinstance(exc, ControlError) else f"{type(exc).__name__}: {exc}"
+            self._write(_error_response(request_id, problem))
             return
         self._write(
             {
@@ -237,6 +240,8 @@ class StreamSession:
                 this = asyncio.current_task()
                 if this is not None and this.cancelling():
                     raise  # this session is being stopped, not the turn interrupted
+            except Exception as exc:  # noqa: BLE001 - one turn's failure does not end the session
+                err.print(f"error: the turn failed: {type(exc).__name__}: {exc}", markup=False)
             finally:
                 self._running = None
 
@@ -264,6 +269,8 @@ class StreamSession:
 
     async def _ask(self, body: dict[str, Any]) -> dict[str, Any]:
         """A control request to the SDK, and its control response (an error one when none comes)."""
+        if self._closed:
+            return {"subtype": "error", "error": "standard input closed"}
         request_id = f"localagent_{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._asked[request_id] = future
@@ -290,6 +297,16 @@ class StreamSession:
         return self.runtime.agent
 
 
+def _well_formed(message: dict[str, Any]) -> bool:
+    """The part each kind of message is read by is a JSON object."""
+    key = {"user": "message", "control_request": "request", "control_response": "response"}[message["type"]]
+    return isinstance(message.get(key), dict)
+
+
+def _error_response(request_id: Any, error: str) -> dict[str, Any]:
+    return {"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": error}}
+
+
 class ControlError(Exception):
     """A control request that cannot be served; its message goes back in the error response."""
 
@@ -311,7 +328,7 @@ def approval_from(response: dict[str, Any], request: ApprovalRequest) -> Approva
 
 def user_text(message: dict[str, Any]) -> str:
     """The text of a ``user`` message: a string, or its text blocks joined."""
-    content = (message.get("message") or {}).get("content")
+    content = message["message"].get("content")
     if isinstance(content, str):
         return content
     parts = [

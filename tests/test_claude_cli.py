@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
+from agent.prompt import without_context
+from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +69,7 @@ def test_stream_json_answers_every_control_request_and_serves_turns_until_stdin_
              "--input-format", "stream-json", "--base-url", model.base_url],
             input=stdin, capture_output=True, text=True, env=la_env.env, cwd=la_env.workspace, timeout=120,
         )  # fmt: skip
-        sent = [(r["model"], r["messages"][-1]["content"]) for r in model.requests]
+        sent = [(r["model"], without_context(r["messages"][-1]["content"])) for r in model.requests]
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in done.stdout.splitlines()]
     responses = {m["response"]["request_id"]: m["response"] for m in out if m["type"] == "control_response"}
@@ -82,3 +83,50 @@ def test_stream_json_answers_every_control_request_and_serves_turns_until_stdin_
     inits = [m for m in out if m["type"] == "system" and m["subtype"] == "init"]
     assert inits[0]["permissionMode"] == "plan" and inits[0]["claude_code_version"].count(".") == 2
     assert sent == [("other-model", "first"), ("other-model", "second")]
+
+
+def stream_run(la_env, model: ScriptedModelServer, stdin: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "localagent.cli", "--output-format", "stream-json", "--input-format", "stream-json"]
+    argv += ["--base-url", model.base_url, *flags]
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=la_env.env, cwd=la_env.workspace, timeout=120
+    )
+
+
+def test_a_question_asked_after_stdin_closed_is_refused_and_the_process_ends(la_env) -> None:
+    (la_env.workspace / "a.txt").write_text("old\n")
+    turns = [
+        ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "a.txt"}, id="v")]),
+        ScriptedTurn(
+            tool_calls=[ScriptedToolCall("edit", {"path": "a.txt", "old_string": "old", "new_string": "new"}, id="e")]
+        ),
+        ScriptedTurn(text="Could not edit."),
+    ]
+    stdin = lines(control("r1", "initialize"), {"type": "user", "message": {"role": "user", "content": "edit it"}})
+    with ScriptedModelServer(turns) as model:
+        done = stream_run(la_env, model, stdin, "--permission-mode", "default", "--permission-prompt-tool", "stdio")
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [m["result"] for m in out if m["type"] == "result"] == ["Could not edit."]
+    assert (la_env.workspace / "a.txt").read_text() == "old\n"  # no one could allow it
+
+
+def test_malformed_stdin_messages_get_an_answer_or_a_warning_never_a_traceback(la_env) -> None:
+    stdin = lines(
+        {"type": "user", "message": "not an object"},
+        {"type": "control_request", "request_id": "r1", "request": "not an object"},
+        control("r2", "set_permission_mode", mode=["plan"]),
+        {"type": "control_response", "response": "not an object"},
+        {"type": "user", "message": {"role": "user", "content": "hello"}},
+    )
+    with ScriptedModelServer([ScriptedTurn(text="Hi.")]) as model:
+        done = stream_run(la_env, model, stdin)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    errors = {
+        m["response"]["request_id"]
+        for m in out
+        if m["type"] == "control_response" and m["response"]["subtype"] == "error"
+    }
+    assert errors == {"r1", "r2"}
+    assert [m["result"] for m in out if m["type"] == "result"] == ["Hi."]

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from agent.prompt import without_context
 from localagent import task_input
 from localagent.agent_options import options_from_args
 from localagent.agent_setup import permission_policy, profile_model_id
@@ -27,7 +28,8 @@ from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, 
 
 
 def last_user_message(request: dict) -> str:
-    return [m["content"] for m in request["messages"] if m["role"] == "user"][-1]
+    """The last user message as the person wrote it (the first carries the session's context)."""
+    return without_context([m["content"] for m in request["messages"] if m["role"] == "user"][-1])
 
 
 # -- the task: a prompt, a file or stdin -------------------------------------------------------
@@ -42,8 +44,8 @@ def test_a_prompt_runs_inline_and_piped_stdin_comes_after_it_as_context(la_env):
         inline = la_env.run("run", "fix the failing test", "--base-url", model.base_url, input=piped)
         alone = la_env.run("run", "and now?", "--base-url", model.base_url, input="")
         sent = [last_user_message(request) for request in model.requests]
-        system = model.requests[0]["messages"][0]["content"]
-    assert "Always sign answers with -- the user's agent." in system  # the user-level AGENTS.md
+        first_message = model.requests[0]["messages"][1]["content"]
+    assert "Always sign answers with -- the user's agent." in first_message  # the user-level AGENTS.md
     assert inline.code == 0 and inline.stdout.strip() == "looked", inline.stderr
     assert sent[0] == with_stdin("fix the failing test", piped)
     assert sent[0].startswith(f"fix the failing test\n\n{STDIN_LABEL}\n````\n") and "```inner fence```" in sent[0]
@@ -328,7 +330,7 @@ def test_continue_picks_up_the_last_session_and_refuses_resume_too(la_env):
     with ScriptedModelServer([ScriptedTurn(text="first answer"), ScriptedTurn(text="second answer")]) as model:
         first = la_env.run("run", "remember the word pineapple", "--base-url", model.base_url, input="")
         second = la_env.run("run", "what was the word?", "-c", "--base-url", model.base_url, input="")
-        history = [str(m.get("content")) for m in model.requests[-1]["messages"]]
+        history = [without_context(str(m.get("content"))) for m in model.requests[-1]["messages"]]
     assert first.code == 0 and second.code == 0, second.stderr
     assert "remember the word pineapple" in history and history[-1] == "what was the word?"
     both = la_env.run("run", "x y", "-c", "--resume", "last", input="")

@@ -28,14 +28,14 @@ import json
 import re
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
 from agent.toolcalls import parse_text_tool_calls
-from server.ports import free_port
+from tests.support.llama_process import running_llama_server
 from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
 pytestmark = pytest.mark.server
@@ -86,28 +86,11 @@ def template(shared_cache: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gemma4_server(llama_server_binary: Path, tiny_gguf: Path, template: Path, tmp_path_factory) -> str:
-    port = free_port()
+def gemma4_server(llama_server_binary: Path, tiny_gguf: Path, template: Path, tmp_path_factory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("gemma4") / "server.log"
-    argv = [str(llama_server_binary), "-m", str(tiny_gguf), "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--jinja", "--chat-template-file", str(template), "-c", "32768", "-np", "1", "-t", "2", "--no-warmup"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                if httpx2.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.3)
+    flags = ["--jinja", "--chat-template-file", str(template), "-c", "32768", "-np", "1", "-t", "2", "--no-warmup"]
+    with running_llama_server(llama_server_binary, tiny_gguf, flags, log) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,14 @@ ChatML-with-tools template) with the requests two sessions in two repositories r
 from __future__ import annotations
 
 import json
-import subprocess
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from server.ports import free_port
 from server.profiles import CHATML_TOOLS_TEMPLATE
+from tests.support.llama_process import running_llama_server
 from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
 
 pytestmark = pytest.mark.slow
@@ -31,28 +30,12 @@ def first_request(la_env, workspace: Path, rules: str) -> dict:
 
 
 @pytest.fixture
-def tiny_server(llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path):
-    port = free_port()
-    argv = [str(llama_server_binary), "-m", str(tiny_gguf), "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--jinja", "--chat-template-file", str(CHATML_TOOLS_TEMPLATE), "-c", "8192", "-np", "1", "-t", "2"]
-    argv += ["--no-warmup", "--metrics"]
-    with (tmp_path / "server.log").open("w") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
-            try:
-                if httpx2.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.3)
+def tiny_server(llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path) -> Iterator[str]:
+    flags = ["--jinja", "--chat-template-file", str(CHATML_TOOLS_TEMPLATE), "-c", "8192", "-np", "1", "-t", "2"]
+    with running_llama_server(
+        llama_server_binary, tiny_gguf, [*flags, "--no-warmup", "--metrics"], tmp_path / "log"
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def tokens(url: str, text: str) -> list[int]:

@@ -155,5 +155,23 @@ def test_what_this_process_has_and_the_hardening_drops_never_reaches_git(tmp_pat
     assert secret not in done.stdout.decode()
     # Git passes its own -c options (the alias) on to what it runs; the injected one is gone.
     assert seen.get("GIT_EXTERNAL_DIFF", "") == "" and "touch z" not in seen.get("GIT_CONFIG_PARAMETERS", "")
-    assert seen["GIT_INDEX_FILE"] == str(repo / ".git" / "index")
+    assert seen.get("GIT_INDEX_FILE") != str(tmp_path / "a-hooks-index")
     assert seen["GIT_CONFIG_NOSYSTEM"] == "1" and seen["GIT_CONFIG_COUNT"] != ""
+
+
+def test_a_git_config_variable_from_a_hook_cannot_hide_the_repositorys_filters(tmp_path: Path, monkeypatch) -> None:
+    """An inherited GIT_CONFIG (even an empty one, which git reads as a file name) must not stop
+    localagent from finding the repository's filter drivers, which it then switches off."""
+    repo, markers = tmp_path / "repo", tmp_path / "markers"
+    repo.mkdir()
+    markers.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "filter.x.clean", f"touch {markers}/clean; cat")
+    (repo / ".gitattributes").write_text("* filter=x\n")
+    (repo / "f.txt").write_text("hi\n")
+    for value in ("", str(tmp_path / "elsewhere.config")):
+        monkeypatch.setenv("GIT_CONFIG", value)
+        monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path))
+        store = CheckpointStore(repo, SESSION, tmp_path / f"data{len(value)}")
+        store.create_sync("t1")
+        assert list(markers.iterdir()) == [], "the repository's clean filter ran"

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 
+from agent.prompt import without_context
 from localagent.agent_setup import AgentOptions, build_agent
 from localagent.context import AppContext
 from localagent.errors import UsageError
@@ -196,7 +197,7 @@ async def test_escape_cancels_a_streaming_turn_and_the_session_goes_on(la_env):
             await submit(pilot, "And now?")
             await turn_done(pilot)
             assert app.chat.query(AssistantMessage).last().text == "second answer"
-        contents = [m.get("content") for m in model.requests[-1]["messages"]]
+        contents = [without_context(str(m.get("content"))) for m in model.requests[-1]["messages"]]
         assert "Talk for a while" in contents and contents[-1] == "And now?"
 
 

@@ -138,15 +138,17 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run hardened git through GitPython: ``git --no-pager [-c KEY=VALUE for options] ARGS``.
 
-    Raises OSError (git missing) or subprocess.TimeoutExpired. ``options`` are the caller's own
-    settings (``core.autocrlf=false``); the hardening's settings come in the environment, where
-    they win over both."""
+    Raises OSError (git missing, or no folder ``cwd``) or subprocess.TimeoutExpired. ``options``
+    are the caller's own settings (``core.autocrlf=false``); they go first in the environment's
+    settings, so the hardening's, after them, win over them."""
     # Read at call time, so the deadline can be changed for every caller at once.
     timeout = GIT_TIMEOUT_SECONDS if timeout is None else timeout
     names = filter_drivers(cwd, env, min(timeout, 30.0)) if filters is None else filters
-    entries = safe_config(names, env.get("GIT_WORK_TREE"))
+    entries = [*options, *safe_config(names, env.get("GIT_WORK_TREE"))]
+    if not cwd.is_dir():  # GitPython would run git in this process's folder instead
+        raise FileNotFoundError(f"no folder {cwd} to run git in")
     runner = _git_module().Git(cwd)
-    runner.set_persistent_git_options(no_pager=True, c=[f"{key}={value}" for key, value in options])
+    runner.set_persistent_git_options(no_pager=True)
     command, *rest = args
     with contextlib.ExitStack() as stack:
         stdin = None
@@ -182,32 +184,32 @@ def _exact_environment(env: Mapping[str, str]) -> dict[str, str]:
     """``env``, as GitPython can be told it.
 
     GitPython builds every command's environment from this process's own (``os.environ``) and
-    can only add to it (git/cmd.py, ``Git.execute``): a variable the hardening dropped, such as
-    ``GIT_CONFIG_PARAMETERS``, ``GIT_EXTERNAL_DIFF`` or an API key, would come back. So each
-    variable of this process that ``env`` leaves out is set to the empty string, which git reads
-    as unset for every variable that names a program or config, and which tells a filter or
-    helper nothing. The variables that locate a repository cannot be emptied (git refuses an
-    empty ``GIT_INDEX_FILE``); inherited (from a git hook the agent runs under), they get the
-    values git would use for the ``GIT_DIR`` the call names, and a call that names none fails
-    with git's own message rather than reach the hook's repository."""
-    exact = {**dict.fromkeys(os.environ, ""), **env}
-    git_dir = env.get("GIT_DIR")
-    if git_dir:
-        defaults = {
-            "GIT_INDEX_FILE": os.path.join(git_dir, "index"),
-            "GIT_OBJECT_DIRECTORY": os.path.join(git_dir, "objects"),
-            "GIT_COMMON_DIR": git_dir,
-        }
-        for name, value in defaults.items():
-            if name in os.environ and name not in env:
-                exact[name] = value
-    return exact
+    can only add to it (git/cmd.py, ``Git.execute``): a variable the hardening dropped would
+    come back. Git's own variables are gone from this process (``_forget_git_variables``); every
+    other variable ``env`` leaves out (an API key, ``PAGER``, ``SSH_ASKPASS``) is set to the empty
+    string, which tells a filter or helper nothing and names no program git would run."""
+    return {**dict.fromkeys(os.environ, ""), **env}
+
+
+def _forget_git_variables() -> None:
+    """Remove git's variables (``GIT_DIR``, ``GIT_CONFIG``, ``GIT_INDEX_FILE``...) from this
+    process's environment. Emptying them is not enough: git reads an empty ``GIT_CONFIG`` or
+    ``GIT_INDEX_FILE`` as a file name. They come from a git hook or alias that started
+    localagent, and concern that git's repository, never the workspace's; GitPython's own
+    (``GIT_PYTHON_*``) stay."""
+    for name in [name for name in os.environ if _is_git_variable(name)]:
+        os.environ.pop(name, None)
+
+
+def _is_git_variable(name: str) -> bool:
+    return name.startswith("GIT_") and not name.startswith("GIT_PYTHON_")
 
 
 def _git_module() -> Any:
     """GitPython, imported on first use: it runs ``git version`` when imported, which commands
     that never touch git should not pay for, and a machine without git must still import it."""
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    _forget_git_variables()
     import git
 
     return git

@@ -7,6 +7,7 @@ in the MCP config it passes) are reached this way, through its ``mcp_message`` c
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,13 +30,15 @@ async def relay_transport(server: str, relay: Relay) -> AsyncIterator[Any]:
         async with write_reader, read_writer:
             async for outgoing in write_reader:
                 body = outgoing.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-                try:
-                    reply = await relay(server, body)
-                except Exception as exc:  # noqa: BLE001 - the channel failed: the session sees it as an error
-                    await read_writer.send(exc)
+                if "id" not in body:  # a notification is acknowledged, not answered
+                    with contextlib.suppress(Exception):
+                        await relay(server, body)
                     continue
-                if "id" in body and reply is not None:  # a notification is acknowledged, not answered
-                    await read_writer.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(reply)))
+                try:
+                    reply = types.jsonrpc_message_adapter.validate_python(await relay(server, body))
+                except Exception as exc:  # noqa: BLE001 - no usable answer: the request gets an error one
+                    reply = types.jsonrpc_message_adapter.validate_python(_error_reply(body["id"], exc))
+                await read_writer.send(SessionMessage(reply))
 
     async with anyio.create_task_group() as group:
         group.start_soon(forward)
@@ -43,3 +46,13 @@ async def relay_transport(server: str, relay: Relay) -> AsyncIterator[Any]:
             yield read_stream, write_stream
         finally:
             group.cancel_scope.cancel()
+
+
+def _error_reply(request_id: Any, exc: Exception) -> dict[str, Any]:
+    """A JSON-RPC error answering ``request_id``, so the client does not wait out its timeout."""
+    message = str(exc) or type(exc).__name__
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": -32603, "message": f"no answer through the relay: {message}"},
+    }
