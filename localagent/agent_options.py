@@ -63,9 +63,12 @@ class AgentOptions:
     session_id: str | None = None
 
 
-def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "", headless: bool = False) -> None:
-    """--mode, --profile | --base-url, --model, --sandbox, --resume | -c, --mcp-config,
-    --trust-project-mcp, --allowed-tools, --disallowed-tools."""
+def add_agent_arguments(
+    parser: argparse.ArgumentParser, *, dest_prefix: str = "", headless: bool = False, resume: bool = True
+) -> None:
+    """--mode, --profile | --base-url, --model, --sandbox, --resume | -c (unless ``resume`` is
+    False: an editor reopens sessions itself), --mcp-config, --trust-project-mcp,
+    --allowed-tools, --disallowed-tools. ``headless``: the command takes a prompt (``run``)."""
     default = "agent.headless_mode, auto-edit" if headless else "agent.mode, ask"
     parser.add_argument(
         "--mode", dest=f"{dest_prefix}mode", choices=MODE_NAMES, help=f"permission mode (default: {default})"
@@ -90,19 +93,25 @@ def add_agent_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "
         help="the model name requests carry (default: the profile's model_id, else the server's first /v1/models id)",
     )
     parser.add_argument("--sandbox", dest=f"{dest_prefix}sandbox", choices=["on", "off"], help=SANDBOX_HELP)
-    parser.add_argument("--resume", dest=f"{dest_prefix}resume", metavar="ID|last", help="continue a saved session")
+    # Without ``resume`` the flags stay out of --help, accepted only to be refused with the reason.
+    parser.add_argument(
+        "--resume",
+        dest=f"{dest_prefix}resume",
+        metavar="ID|last",
+        help="continue a saved session" if resume else argparse.SUPPRESS,
+    )
     parser.add_argument(
         "-c",
         "--continue",
         dest=f"{dest_prefix}continue_last",
         action="store_true",
-        help="continue the most recent session in this workspace (--resume last)",
+        help="continue the most recent session in this workspace (--resume last)" if resume else argparse.SUPPRESS,
     )
     add_mcp_arguments(parser, dest_prefix=dest_prefix)
-    add_rule_arguments(parser, dest_prefix=dest_prefix)
+    add_rule_arguments(parser, dest_prefix=dest_prefix, takes_prompt=headless)
 
 
-def add_rule_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
+def add_rule_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = "", takes_prompt: bool = True) -> None:
     """Claude Code's --allowedTools / --disallowedTools (either spelling): rule lists, comma- or
     space-separated, added to the configured allow and deny rules."""
     for flags, dest, what in (
@@ -117,7 +126,7 @@ def add_rule_arguments(parser: argparse.ArgumentParser, *, dest_prefix: str = ""
             default=[],
             metavar="RULE",
             help=f'permission rules to {what}, comma- or space-separated, e.g. "Bash(git log:*)" Read;'
-            f" added to the config's {what} list (give the prompt first, or after --)",
+            f" added to the config's {what} list" + (" (give the prompt first, or after --)" if takes_prompt else ""),
         )
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +37,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "acp": ("localagent.acp.command", "serve the Agent Client Protocol on stdio (for Zed, Toad and other ACP clients)"),
     "doctor": ("localagent.doctor_command", "which sandbox layer protects commands on this machine, and why"),
 }
+
+
+EXAMPLES = """examples:
+  localagent                                   open the TUI (starts the default profile's server)
+  localagent "fix the failing test"            open the TUI with that as the first message
+  localagent run "add type hints to calc.py"   one task headless: the answer on stdout
+  localagent --profile gemma4-31b-dflash       the TUI on Gemma 4 31B with its DFlash draft (GPU)
+"""
 
 
 class _LazyCommands(argparse._SubParsersAction):  # argparse's generic (typeshed only)
@@ -88,7 +97,10 @@ class _VersionAction(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="localagent",
-        description="A local coding agent on your own GPU, with a llama-server it manages itself.",
+        description="A local coding agent on your own GPU, with a llama-server it manages itself. "
+        "With no command, it opens the TUI in the current directory.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         # `sessions --all` is not an abbreviation of the TUI's `--allowed-tools`.
         allow_abbrev=False,
     )
@@ -112,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         # Claude Code's headless command line (what the Claude Agent SDK runs): localagent.claude_cli.
         sys.exit(run_handler(cmd_claude_entry, argparse.Namespace(words=words)))
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(with_first_prompt(words))
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None and args.command is None:
         from localagent.tui_command import cmd_tui
@@ -122,6 +134,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.print_help()
         sys.exit(0)
     sys.exit(run_handler(handler, args))
+
+
+def with_first_prompt(words: list[str]) -> list[str]:
+    """``localagent "fix the bug" [FLAGS]`` opens the TUI with that prompt as its first message, as
+    ``claude "..."`` and ``codex "..."`` do. A first word that is a command, an option, or one
+    word close to a command's name (a typo) is left for the parser, which names the commands."""
+    if not words or words[0].startswith("-") or words[0] in COMMANDS:
+        return words
+    first = words[0]
+    if " " not in first.strip() and difflib.get_close_matches(first, list(COMMANDS), n=1, cutoff=0.6):
+        return words
+    return ["--first-prompt", first, *words[1:]]
 
 
 def cmd_claude_entry(args: argparse.Namespace) -> int:

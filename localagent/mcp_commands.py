@@ -29,13 +29,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     listing = sub.add_parser("list", help="start each configured server and show its state and tool count")
     add_config_arguments(listing)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the same as JSON")
     listing.set_defaults(handler=cmd_list)
 
     tools = sub.add_parser("tools", help="show the tools the servers offer, as the model sees them")
     tools.add_argument("server", nargs="?", help="only this server")
     add_config_arguments(tools)
-    tools.add_argument("--json", action="store_true")
+    tools.add_argument("--json", action="store_true", help="print the same as JSON")
     tools.set_defaults(handler=cmd_tools)
 
     approve = sub.add_parser("approve", help=f"approve the servers in this repository's {PROJECT_FILE}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from localagent.console import err, out
 from localagent.errors import LocalAgentError, UsageError
@@ -46,23 +46,23 @@ def _register_binary(sub: argparse._SubParsersAction) -> None:
     build.set_defaults(handler=cmd_build)
 
     which = sub.add_parser("which", help="show the llama-server in use, its version and capabilities")
-    which.add_argument("--json", action="store_true")
+    which.add_argument("--json", action="store_true", help="print the same as JSON")
     which.add_argument("--smoke", action="store_true", help="run the smoke test for this binary on this machine now")
     which.set_defaults(handler=cmd_which)
 
     cmd = sub.add_parser("cmd", help="print the exact llama-server command line for a profile")
-    cmd.add_argument("profile", nargs="?")
-    cmd.add_argument("--port", type=int)
-    cmd.add_argument("--host")
+    cmd.add_argument("profile", nargs="?", help="default: the configured profile")
+    cmd.add_argument("--port", type=int, help="the port in the command (default: server.port, 8910)")
+    cmd.add_argument("--host", help="the address in the command (default: server.host, 127.0.0.1)")
     cmd.set_defaults(handler=cmd_cmd)
 
 
 def _register_lifecycle(sub: argparse._SubParsersAction) -> None:
     """start, stop: a managed server in the background."""
     start = sub.add_parser("start", help="start a profile's server in the background and wait until ready")
-    start.add_argument("profile", nargs="?")
+    start.add_argument("profile", nargs="?", help="default: the configured profile")
     start.add_argument("--port", help="port number, or 'auto' for a free one (default: 8910)")
-    start.add_argument("--host")
+    start.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
     start.add_argument(
         "--no-api-key",
         action="store_true",
@@ -71,27 +71,29 @@ def _register_lifecycle(sub: argparse._SubParsersAction) -> None:
     start.set_defaults(handler=cmd_start)
 
     stop = sub.add_parser("stop", help="stop managed servers (all, or the one on --port)")
-    stop.add_argument("--port", type=int)
+    stop.add_argument("--port", type=int, help="stop only the server on this port")
     stop.set_defaults(handler=cmd_stop)
 
 
 def _register_inspection(sub: argparse._SubParsersAction) -> None:
     """status, logs, check, profiles: what is running, what it says, and what it can do."""
     status = sub.add_parser("status", help="show managed servers")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print the same as JSON")
     status.set_defaults(handler=cmd_status)
 
     logs = sub.add_parser("logs", help="print a managed server's log")
-    logs.add_argument("--port", type=int)
+    logs.add_argument(
+        "--port", type=int, help="the server on this port (default: the only one running, else server.port)"
+    )
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
-    logs.add_argument("-n", "--lines", type=int, default=50)
+    logs.add_argument("-n", "--lines", type=int, default=50, help="how many of the last lines (default: 50)")
     logs.set_defaults(handler=cmd_logs)
 
     check = sub.add_parser(
         "check", help="self-test: start a profile on this binary, check that it drafts, report acceptance"
     )
     check.add_argument("profile", nargs="?", default="tiny-dflash", help="default: tiny-dflash (seconds, no download)")
-    check.add_argument("--max-tokens", type=int, default=64)
+    check.add_argument("--max-tokens", type=int, default=64, help="tokens to generate (default: 64)")
     check.set_defaults(handler=cmd_check)
 
     profiles = sub.add_parser("profiles", help="list the known profiles")
@@ -102,7 +104,7 @@ def _register_inspection(sub: argparse._SubParsersAction) -> None:
     )
     plan.add_argument("profile", nargs="?", help="default: the configured profile")
     plan.add_argument("--vram", type=float, metavar="GiB", help="the card's memory (default: from nvidia-smi)")
-    plan.add_argument("--json", action="store_true")
+    plan.add_argument("--json", action="store_true", help="print the same as JSON")
     plan.set_defaults(handler=cmd_plan)
 
 
@@ -351,7 +353,16 @@ class ServerCheckFailed(LocalAgentError):
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     ctx = _load_context()
-    table = Table("profile", "engine", "model", "speculation", "description")
+    # A name is what the person types next: never cut, whatever the terminal's width (the
+    # model and the description wrap instead).
+    longest = max((len(name) for name in ctx.profiles), default=7)
+    table = Table(
+        Column("profile", no_wrap=True, min_width=longest),
+        "engine",
+        Column("model", overflow="fold"),
+        "speculation",
+        "description",
+    )
     for name, profile in sorted(ctx.profiles.items()):
         spec = profile.speculative
         table.add_row(name, profile.engine, profile.model.describe(), spec.type, profile.description)

@@ -31,6 +31,8 @@ DEST_PREFIX = "tui_"
 
 def add_tui_arguments(parser: argparse.ArgumentParser) -> None:
     add_agent_arguments(parser, dest_prefix=DEST_PREFIX)
+    # `localagent "fix the bug"` (localagent.cli turns the bare prompt into this): the first message.
+    parser.add_argument("--first-prompt", dest=f"{DEST_PREFIX}first_prompt", help=argparse.SUPPRESS)
 
 
 def agent_options(args: argparse.Namespace) -> AgentOptions:
@@ -61,7 +63,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
         options.approve_project_mcp = app.approve_project_mcp
         return await build_agent(ctx, options, on_status)
 
-    app = LocalAgentApp(factory, label=label, history_file=history_file_for(ctx.paths.data, ctx.workspace))
+    app = LocalAgentApp(
+        factory,
+        label=label,
+        history_file=history_file_for(ctx.paths.data, ctx.workspace),
+        first_prompt=args.tui_first_prompt,
+    )
 
     async def run() -> None:
         try:

@@ -57,12 +57,15 @@ class LocalAgentApp(App[int]):
         telemetry: bool = True,
         poll_interval: float = 1.0,
         history_file: Path | None = None,
+        first_prompt: str | None = None,
     ) -> None:
         super().__init__()
         self.runtime_factory = runtime_factory
         self.label = label
         self.telemetry = telemetry
         self.poll_interval = poll_interval
+        # Sent as the first message once the model is ready (`localagent "fix the bug"`).
+        self.first_prompt = first_prompt
         self.runtime: TuiRuntime | None = None
         self.chat = ChatScreen(label, PromptHistory(history_file))
         self.loading_screen = LoadingScreen(label or "the model server")
@@ -142,6 +145,9 @@ class LocalAgentApp(App[int]):
         if self.screen is self.loading_screen:
             self.pop_screen()
             self.chat.prompt.focus()
+        if self.first_prompt:
+            prompt, self.first_prompt = self.first_prompt, None
+            await self.chat.submit_prompt(prompt)
         # What start-up built lives as long as the app: later full collections need not walk it.
         gc_pacing.freeze_startup()
         # Telemetry only where there is an HTTP server to ask (not a synthetic runtime).

@@ -41,7 +41,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_agent_arguments(parser, dest_prefix=DEST_PREFIX)
+    add_agent_arguments(parser, dest_prefix=DEST_PREFIX, resume=False)  # the editor reopens sessions itself
     parser.set_defaults(handler=cmd_acp)
 
 

@@ -168,6 +168,10 @@ class ChatScreen(SlashCommands, Screen[None]):
         finally:
             self.submissions += 1
 
+    async def submit_prompt(self, text: str) -> None:
+        """Take ``text`` as if the person had typed it and pressed Enter."""
+        await self._take(text)
+
     async def _take(self, text: str) -> None:
         command = commands.parse(text)
         if command is not None:
