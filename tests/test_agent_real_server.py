@@ -31,9 +31,10 @@ def test_run_on_the_tiny_server_reports_real_timings(la_env, llama_server_binary
     task = la_env.workspace / "TASK.md"
     task.write_text("Reply with one short sentence about Python.")
     result = la_env.run("run", str(task), "--profile", "tiny", "--output-format", "json")
-    assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["status"] == "done"
+    # A 270M base model sampled at 0.7 answers, or now and then repeats a tool call until the
+    # loop guard stops it (exit 1): either way the run ends cleanly, and its timings are real.
+    assert (data["status"], result.code) in (("done", 0), ("loop", 1)), result.stderr
     assert data["completion_tokens"] > 0 and data["prompt_tokens"] > 0
     assert data["tokens_per_second"] and data["tokens_per_second"] > 0
     # No server is left behind by a run that started its own.
