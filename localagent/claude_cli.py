@@ -113,10 +113,6 @@ def _ignored_dest(flag: str) -> str:
     return "ignored_" + flag.removeprefix("--").replace("-", "_")
 
 
-def ignored_flags(args: argparse.Namespace) -> list[str]:
-    return [flag for flag, _ in IGNORED if getattr(args, _ignored_dest(flag))]
-
-
 def agent_options(args: argparse.Namespace, mcp_file: Path | None) -> AgentOptions:
     """localagent's options for these flags; a bad value is a UsageError (exit 2)."""
     if args.max_turns is not None and args.max_turns < 1:
@@ -218,12 +214,6 @@ def prompt_text(args: argparse.Namespace) -> str:
     return sys.stdin.read()
 
 
-def describe_ignored(flags: list[str]) -> str | None:
-    if not flags:
-        return None
-    return f"note: ignored here (no meaning for a local model): {', '.join(flags)}"
-
-
 def check_combination(args: argparse.Namespace) -> None:
     if args.input_format == "stream-json" and args.output_format != "stream-json":
         raise UsageError("--input-format stream-json needs --output-format stream-json")
@@ -238,12 +228,14 @@ def check_combination(args: argparse.Namespace) -> None:
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    p = parser()
-    return p.parse_args(list(argv))
+    """The flags; a malformed one is a UsageError (one line, exit 2), as everywhere else."""
+    return parser().parse_args(list(argv))
 
 
 def ignored_note(args: argparse.Namespace) -> str | None:
-    return describe_ignored(ignored_flags(args))
+    """One line naming the flags given that mean nothing here; None when there are none."""
+    flags = [flag for flag, _ in IGNORED if getattr(args, _ignored_dest(flag))]
+    return f"note: ignored here (no meaning for a local model): {', '.join(flags)}" if flags else None
 
 
 __all__ = [

@@ -9,7 +9,7 @@ import asyncio
 import time
 
 from localagent.agent_options import AgentOptions, check_profile
-from localagent.claude_cli import agent_options, check_combination, ignored_note, mcp_config_file, parse, prompt_text
+from localagent.claude_cli import agent_options, check_combination, ignored_note, mcp_config_file, prompt_text
 from localagent.console import err
 from localagent.context import AppContext
 from localagent.headless import mode_hint
@@ -52,8 +52,3 @@ async def _serve(ctx: AppContext, options: AgentOptions, args: argparse.Namespac
             if not received:
                 raise
             return 128 + received[0]
-
-
-def parse_claude_args(argv: list[str]) -> argparse.Namespace:
-    """The flags; a malformed one is a UsageError (one line, exit 2), as everywhere else."""
-    return parse(argv)

@@ -149,9 +149,10 @@ def with_first_prompt(words: list[str]) -> list[str]:
 
 
 def cmd_claude_entry(args: argparse.Namespace) -> int:
-    from localagent.claude_command import cmd_claude, parse_claude_args
+    from localagent.claude_cli import parse
+    from localagent.claude_command import cmd_claude
 
-    return cmd_claude(parse_claude_args(args.words))
+    return cmd_claude(parse(args.words))
 
 
 def run_handler(handler: Handler, args: argparse.Namespace) -> int:

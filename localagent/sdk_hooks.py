@@ -72,23 +72,23 @@ class SdkHooks:
 
     async def before_prompt(self, text: str) -> HookVerdict:
         outputs = await self._call("UserPromptSubmit", {"prompt": text})
-        return _verdict(outputs, context_key="additionalContext")
+        return _verdict(outputs)
 
     async def before_call(self, call_id: str, name: str, arguments: dict[str, Any]) -> HookVerdict:
         fields = {"tool_name": name, "tool_input": arguments, "tool_use_id": call_id}
         outputs = await self._call("PreToolUse", fields, tool=name, tool_use_id=call_id)
-        return _verdict(outputs, context_key="additionalContext")
+        return _verdict(outputs)
 
     async def after_call(
         self, call_id: str, name: str, arguments: dict[str, Any], output: str, is_error: bool
     ) -> HookVerdict:
         fields = {"tool_name": name, "tool_input": arguments, "tool_response": output, "tool_use_id": call_id}
         outputs = await self._call("PostToolUse", fields, tool=name, tool_use_id=call_id)
-        return _verdict(outputs, context_key="additionalContext")
+        return _verdict(outputs)
 
     async def at_stop(self, final_text: str, again: bool) -> HookVerdict:
         outputs = await self._call("Stop", {"stop_hook_active": again, "last_assistant_message": final_text})
-        return _verdict(outputs, context_key="additionalContext")
+        return _verdict(outputs)
 
     # -- calling ---------------------------------------------------------------------------
 
@@ -111,7 +111,7 @@ class SdkHooks:
         return outputs
 
 
-def _verdict(outputs: list[dict[str, Any]], *, context_key: str) -> HookVerdict:
+def _verdict(outputs: list[dict[str, Any]]) -> HookVerdict:
     """One verdict from every callback's output: a block or deny wins, then an allow."""
     if not outputs:
         return NO_VERDICT
@@ -138,6 +138,6 @@ def _verdict(outputs: list[dict[str, Any]], *, context_key: str) -> HookVerdict:
             decision = "allow"
         if isinstance(specific.get("updatedInput"), dict):
             arguments = specific["updatedInput"]
-        if specific.get(context_key):
-            contexts.append(str(specific[context_key]))
+        if specific.get("additionalContext"):
+            contexts.append(str(specific["additionalContext"]))
     return HookVerdict(decision, "; ".join(reasons), arguments, "\n".join(contexts), stop)  # type: ignore[arg-type]

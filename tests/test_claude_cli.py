@@ -23,6 +23,14 @@ def control(request_id: str, subtype: str, **fields) -> dict:
     return {"type": "control_request", "request_id": request_id, "request": {"subtype": subtype, **fields}}
 
 
+def stream_run(la_env, model: ScriptedModelServer, stdin: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "localagent.cli", "--output-format", "stream-json", "--input-format", "stream-json"]
+    argv += ["--base-url", model.base_url, *flags]
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=la_env.env, cwd=la_env.workspace, timeout=120
+    )
+
+
 def test_print_mode_answers_on_stdout_and_names_ignored_flags_once(la_env) -> None:
     with ScriptedModelServer([ScriptedTurn(text="Hi there.")]) as model:
         result = la_env.run(
@@ -64,11 +72,7 @@ def test_stream_json_answers_every_control_request_and_serves_turns_until_stdin_
         {"type": "user", "message": {"role": "user", "content": "second"}},
     )
     with ScriptedModelServer([ScriptedTurn(text="One."), ScriptedTurn(text="Two.")]) as model:
-        done = subprocess.run(
-            [sys.executable, "-m", "localagent.cli", "--output-format", "stream-json", "--verbose",
-             "--input-format", "stream-json", "--base-url", model.base_url],
-            input=stdin, capture_output=True, text=True, env=la_env.env, cwd=la_env.workspace, timeout=120,
-        )  # fmt: skip
+        done = stream_run(la_env, model, stdin, "--verbose")
         sent = [(r["model"], without_context(r["messages"][-1]["content"])) for r in model.requests]
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in done.stdout.splitlines()]
@@ -83,14 +87,6 @@ def test_stream_json_answers_every_control_request_and_serves_turns_until_stdin_
     inits = [m for m in out if m["type"] == "system" and m["subtype"] == "init"]
     assert inits[0]["permissionMode"] == "plan" and inits[0]["claude_code_version"].count(".") == 2
     assert sent == [("other-model", "first"), ("other-model", "second")]
-
-
-def stream_run(la_env, model: ScriptedModelServer, stdin: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "localagent.cli", "--output-format", "stream-json", "--input-format", "stream-json"]
-    argv += ["--base-url", model.base_url, *flags]
-    return subprocess.run(
-        argv, input=stdin, capture_output=True, text=True, env=la_env.env, cwd=la_env.workspace, timeout=120
-    )
 
 
 def test_a_question_asked_after_stdin_closed_is_refused_and_the_process_ends(la_env) -> None:

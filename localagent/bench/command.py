@@ -21,12 +21,12 @@ from localagent.bench import interleave_command, replay_command, report
 from localagent.bench.chart import write_chart
 from localagent.bench.formatting import fmt_speedup, fmt_tps
 from localagent.bench.outcome import SweepPlan, print_ending, print_wide, record_sweep
+from localagent.bench.url_targets import url_targets
 from localagent.console import err, out
 from localagent.context import AppContext
 from localagent.errors import UsageError
-from localagent.urls import url_problem
 from server.bench import sweep
-from server.bench.client import Endpoint, normalize_base_url, probe
+from server.bench.client import probe
 from server.bench.machine import machine_info
 from server.bench.prompts import DEFAULT_PROMPTS, PROMPTS_FILE_HELP, BenchPrompt, load_prompts
 from server.bench.replay_plan import ReplayWorkload
@@ -210,16 +210,16 @@ def _prepare(args: argparse.Namespace) -> _Plan:
         for name in names:
             get_profile(ctx.profiles, name)  # unknown name: one line, before anything starts
         plan.targets = [Target(label=name, profile=name) for name in names]
-        plan.targets += _url_targets(args.base_url or [], ctx.settings.server.api_key)
+        plan.targets += url_targets(args.base_url or [], ctx.settings.server.api_key)
         if args.per_request:
             plan.targets = _with_per_request(plan.targets, workload)
     labels = [t.label for t in plan.targets]
     duplicate = next((label for label in labels if labels.count(label) > 1), None)
     if duplicate is not None:
         raise UsageError(f"{duplicate!r} is listed twice; name URLs with NAME=URL to tell them apart")
-    url_targets = [t for t in plan.targets if t.endpoint is not None]
-    if url_targets:
-        asyncio.run(_probe_all(url_targets))  # an unreachable URL stops the bench before anything starts
+    running = [t for t in plan.targets if t.endpoint is not None]
+    if running:
+        asyncio.run(_probe_all(running))  # an unreachable URL stops the bench before anything starts
 
     if any(t.profile for t in plan.targets):
         manager = ctx.server_manager()
@@ -267,20 +267,6 @@ def _prepare_sweep(args: argparse.Namespace, plan: _Plan) -> None:
     plan.extra_profiles = profiles
     plan.sweep = SweepPlan(profile.name, list(grid), variants)
     plan.targets = [Target(label=v.label, profile=v.name, settings=v.changes) for v in variants]
-
-
-def _url_targets(entries: list[str], api_key: str | None) -> list[Target]:
-    targets: list[Target] = []
-    for entry in entries:
-        name, sep, url = entry.partition("=")
-        if not sep or "://" in name:
-            name, url = "", entry
-        base_url = normalize_base_url(url)
-        if not base_url.startswith(("http://", "https://")) or url_problem(base_url):
-            why = url_problem(base_url) or "is not an http:// or https:// URL"
-            raise UsageError(f"--base-url {entry!r}: the URL {why}; give an http(s) URL, optionally as NAME=URL")
-        targets.append(Target(label=name.strip() or base_url, endpoint=Endpoint(base_url, api_key)))
-    return targets
 
 
 async def _probe_all(targets: list[Target]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from rich.table import Table
 
 from localagent.bench.replay_command import load_session
+from localagent.bench.url_targets import url_targets
 from localagent.console import out
 from localagent.context import AppContext
 from localagent.errors import UsageError
@@ -70,8 +71,9 @@ async def _measure(
     max_tokens = args.max_tokens or 16
     key = ctx.settings.server.api_key
     if url is not None:
-        base = url.split("=", 1)[1] if "=" in url.split("://", 1)[0] else url
-        return await interleave(base.removesuffix("/v1").rstrip("/"), sessions, api_key=key, max_tokens=max_tokens)
+        endpoint = url_targets([url], key)[0].endpoint
+        assert endpoint is not None
+        return await interleave(endpoint.base_url, sessions, api_key=key, max_tokens=max_tokens)
     assert profile is not None
     handle = await ctx.server_manager().start_in_process(profile, port="auto")
     try:
