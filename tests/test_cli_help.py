@@ -3,28 +3,8 @@ it takes, the prompt hint only where there is a prompt, names never cut, `sessio
 
 from __future__ import annotations
 
-import argparse
-
 from localagent import cli
-
-
-def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
-    parser = cli.build_parser()
-    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    for name in list(cli.COMMANDS):
-        if name not in cli._loaded:
-            cli.load_command(commands, name)
-    found: list[tuple[str, argparse.ArgumentParser]] = []
-
-    def walk(path: str, node: argparse.ArgumentParser) -> None:
-        found.append((path, node))
-        for action in node._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for child_name, child in action.choices.items():
-                    walk(f"{path} {child_name}", child)
-
-    walk("localagent", parser)
-    return found
+from localagent.reference_docs import every_parser
 
 
 def test_every_option_of_every_command_says_what_it_does() -> None:
