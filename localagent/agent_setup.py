@@ -218,7 +218,8 @@ async def build_agent(
         speculation=speculation,
     )
     agent.approve = approve  # None: no one to ask (a headless run refuses what would ask)
-    notes += [note for note in (sandbox_note(sandbox), checkpoints.notice) if note]
+    server_notes = handle.notes if handle is not None and shared is None else []
+    notes += [*server_notes, *(note for note in (sandbox_note(sandbox), checkpoints.notice) if note)]
     return AgentRuntime(
         agent,
         None if shared is not None else handle,

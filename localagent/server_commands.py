@@ -17,6 +17,7 @@ from tools.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from localagent.context import AppContext
+    from server.devices import BackendDevice
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -180,6 +181,16 @@ def cmd_which(args: argparse.Namespace) -> int:
     info = build_info(found.path)
     summary["patches"] = info.get("patches", []) if info else None
     summary["cuda"] = info.get("cuda") if info else None
+    from server.profile_loading import get_profile
+
+    profile = get_profile(ctx.profiles, _profile_name(ctx, None))
+    from server.devices import binary_devices, device_choice, visible_gpus
+
+    devices, gpus = binary_devices(found.path), visible_gpus()
+    choice = device_choice(profile, devices, gpus)
+    summary["devices"] = None if devices is None else [device.label() for device in devices]
+    summary["gpus"] = gpus
+    summary["serves"] = {"profile": profile.name, "on": choice.serving, "warning": choice.warning}
     if args.json:
         out.print_json(json.dumps(summary))
         return 0
@@ -198,9 +209,19 @@ def cmd_which(args: argparse.Namespace) -> int:
         out.print(f"patches:    {', '.join(info.get('patches') or []) or 'none'}")
         out.print(f"CUDA:       {escape(str(info.get('cuda') or 'no'))}", soft_wrap=True)
     out.print(f"smoke test: {escape(smoke_text)}", soft_wrap=True)
+    offered = "unknown (no --list-devices)" if devices is None else _device_list(devices)
+    out.print(f"devices:    {escape(offered)}", soft_wrap=True)
+    out.print(f"GPUs here:  {escape(', '.join(gpus) or 'none (nvidia-smi lists none)')}", soft_wrap=True)
+    out.print(f"serves:     {profile.name} on {escape(choice.serving)}", soft_wrap=True)
+    if choice.warning:
+        err.print(escape(choice.warning), soft_wrap=True)
     if smoke is not None and not smoke.passed:
         return 1
     return 0
+
+
+def _device_list(devices: list[BackendDevice]) -> str:
+    return ", ".join(device.label() for device in devices) or "CPU only (no GPU backend in this build)"
 
 
 def cmd_cmd(args: argparse.Namespace) -> int:
@@ -208,8 +229,32 @@ def cmd_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port} is out of range; use 1-65535")
     ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
-    _profile, plan, _models = manager.plan(_profile_name(ctx, args.profile), port=args.port, fetch=False)
-    for note in plan.notes:
+    name = _profile_name(ctx, args.profile)
+    from server.engines import launched_engine
+    from server.errors import BinaryError
+    from server.pinned_binary import PINNED_BUILD, UNBUILT_BINARY, pinned_capabilities
+    from server.profile_loading import get_profile
+
+    notes: list[str] = []
+    binary = None
+    if launched_engine(get_profile(manager.profiles, name)) is None:
+        try:
+            binary = manager.binary().path
+        except BinaryError:
+            # Nothing built yet: the command for the binary `server build` will make.
+            notes.append(
+                f"note: no llama-server is built yet; this is the command for the one `localagent server build` "
+                f"makes ({PINNED_BUILD}), from its recorded --help"
+            )
+    if binary is None:
+        profile, plan, _models = manager.plan(
+            name, port=args.port, fetch=False, caps=pinned_capabilities(), binary=UNBUILT_BINARY
+        )
+    else:
+        profile, plan, _models = manager.plan(name, port=args.port, fetch=False)
+        if warning := manager.device_choice(profile, binary).warning:
+            notes.append(warning)
+    for note in [*notes, *plan.notes]:
         err.print(escape(note), soft_wrap=True)
     out.print(escape(plan.shell()), soft_wrap=True)
     return 0
@@ -281,7 +326,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not records:
         out.print("no managed server is running")
         return 0
-    table = Table("port", "state", "profile", "pid", "uptime", "restarts", "n_ctx", "model")
+    table = Table("port", "state", "profile", "pid", "uptime", "restarts", "n_ctx", "device", "model")
     now = time.time()
     for record in records:
         uptime = _duration(now - record.process_started_at) if record.process_started_at else "-"
@@ -293,6 +338,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             uptime,
             str(record.restarts),
             str(record.n_ctx or "-"),
+            record.device or "-",
             Path(record.model).name,
         )
     out.print(table)

@@ -22,6 +22,7 @@ from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
 from server.capabilities import Capabilities, read_capabilities
 from server.defaults import STARTUP_TIMEOUT_S
+from server.devices import BackendDevice, DeviceChoice, binary_devices, device_choice, visible_gpus
 from server.dirs import ServerDirs
 from server.engines import engine_model, engine_plan, launched_engine, require_engine
 from server.errors import NotRunningError, PortError, StartError
@@ -49,6 +50,7 @@ class ServerHandle:
     attached: bool  # True when someone else started it
     record: ServerRecord | None = None
     supervisor: Supervisor | None = None
+    notes: list[str] = field(default_factory=list)  # what starting it warned of, one line each
     _on_close: list[Callable[[], None]] = field(default_factory=list)
 
     @property
@@ -89,6 +91,8 @@ class ServerManager:
         self.restart_policy = restart_policy
         self.registry = Registry(dirs.records)
         self._caps: dict[Path, Capabilities] = {}
+        self._devices: dict[Path, list[BackendDevice] | None] = {}
+        self._gpus: list[str] | None = None
 
     # -- the binary and the plan -------------------------------------------------------------
 
@@ -99,6 +103,14 @@ class ServerManager:
         if binary not in self._caps:
             self._caps[binary] = read_capabilities(binary)
         return self._caps[binary]
+
+    def device_choice(self, profile: Profile, binary: Path) -> DeviceChoice:
+        """Which device `binary` serves `profile` on here, and the warning when that is a trap."""
+        if binary not in self._devices:
+            self._devices[binary] = binary_devices(binary)
+        if self._gpus is None:
+            self._gpus = visible_gpus()
+        return device_choice(profile, self._devices[binary], self._gpus)
 
     def plan(
         self,
@@ -235,7 +247,12 @@ class ServerManager:
         record = record.model_copy(update={"n_ctx": await fetch_n_ctx(supervisor.base_url, self.api_key)})
         self.registry.write(record)
         handle = ServerHandle(
-            base_url=supervisor.base_url, profile=profile.name, attached=False, record=record, supervisor=supervisor
+            base_url=supervisor.base_url,
+            profile=profile.name,
+            attached=False,
+            record=record,
+            supervisor=supervisor,
+            notes=list(self.notes),
         )
         handle._on_close.append(lambda: self.registry.remove(plan.port, owner_pid=os.getpid()))
         return handle
@@ -279,7 +296,9 @@ class ServerManager:
                     on_state(record.state)
             if record is not None and record.state == ServerState.READY:
                 profile = launch.profile.name
-                return ServerHandle(base_url=record.base_url, profile=profile, attached=False, record=record)
+                return ServerHandle(
+                    base_url=record.base_url, profile=profile, attached=False, record=record, notes=list(self.notes)
+                )
             if record is not None and record.state == ServerState.FAILED:
                 raise StartError(record.message)
             if process.poll() is not None:
@@ -295,8 +314,10 @@ class ServerManager:
         """What to start for ``profile_name``, or the server already serving it on that port."""
         profile, plan, models = self._plan_for_port(profile_name, port)
         if existing := await self.existing_server(plan, models):
+            existing.notes.extend(self.notes)
             return existing
-        return _Launch(profile, plan, models, self.log_path(plan.port), api_key=self.api_key)
+        device = self._device_for(profile, plan)
+        return _Launch(profile, plan, models, self.log_path(plan.port), api_key=self.api_key, device=device)
 
     def _plan_for_port(self, profile_name: str, port: int | str | None) -> tuple[Profile, LaunchPlan, ResolvedModels]:
         profile = get_profile(self.profiles, profile_name)
@@ -308,6 +329,15 @@ class ServerManager:
         # are said by _guard_exposure in its own words).
         self.notes.extend(note for note in planned[1].notes if note.startswith(RPC_WARNING_START))
         return planned
+
+    def _device_for(self, profile: Profile, plan: LaunchPlan) -> str:
+        """The device the record names; its warning joins the notes said where the server starts."""
+        if plan.readiness == "http":  # vLLM and SGLang choose their own GPUs
+            return "GPU" if profile.tensor_parallel else ""
+        choice = self.device_choice(profile, Path(plan.argv[0]))
+        if choice.warning:
+            self.notes.append(choice.warning)
+        return choice.serving
 
     def _guard_exposure(self, host: str) -> None:
         if is_loopback(host):
@@ -352,6 +382,7 @@ class _Launch:
     models: ResolvedModels
     log_path: Path
     api_key: str | None
+    device: str = ""
 
     def record(self, owner_pid: int) -> ServerRecord:
         return ServerRecord(
@@ -363,4 +394,5 @@ class _Launch:
             log_path=str(self.log_path),
             argv=self.plan.argv,
             api_key=self.api_key,
+            device=self.device,
         )

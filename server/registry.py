@@ -36,6 +36,7 @@ class ServerRecord(BaseModel):
     last_exit: str = ""  # why the process last died, kept after the restart that followed
     argv: list[str] = []
     api_key: str | None = None
+    device: str = ""  # where it serves: "GPU CUDA0 NVIDIA ... , all layers", "CPU"
 
     @property
     def base_url(self) -> str:

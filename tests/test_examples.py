@@ -9,10 +9,11 @@ import pytest
 
 from server.argv import ResolvedModels, build_launch_plan
 from server.capabilities import parse_help
+from server.pinned_binary import PINNED_HELP
 from server.profile_loading import load_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM = parse_help((ROOT / "tests" / "fixtures" / "llama-server-b11434-help.txt").read_text())
+UPSTREAM = parse_help(PINNED_HELP.read_text())
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples" / "profiles").glob("*.toml")), ids=lambda p: p.name)

@@ -22,6 +22,7 @@ from server.capabilities import parse_help
 from server.errors import ProfileError
 from server.exit_reasons import explain_exit
 from server.pid_state import pid_alive
+from server.pinned_binary import PINNED_HELP
 from server.ports import free_port
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES
@@ -30,7 +31,7 @@ from server.rpc_endpoints import EndpointError, parse_endpoint, silent_workers
 from server.rpc_worker import find_worker_binary, worker_plan
 from server.telemetry import RequestTimings
 
-HELP = (Path(__file__).resolve().parent / "fixtures" / "llama-server-b11434-help.txt").read_text()
+HELP = PINNED_HELP.read_text()
 PROMPT = "Repeat this list exactly, twice: alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu."
 
 

@@ -9,6 +9,7 @@ import pytest
 from server.argv import ResolvedModels, build_launch_plan
 from server.capabilities import parse_help
 from server.errors import ProfileError
+from server.pinned_binary import PINNED_HELP
 from server.profile_loading import load_profiles
 from server.profiles import BUILTIN_PROFILES, Profile, Speculative
 
@@ -44,7 +45,7 @@ def sixteen_gib_free(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def upstream():
-    return parse_help((FIXTURES / "llama-server-b11434-help.txt").read_text())
+    return parse_help(PINNED_HELP.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def test_baseline_profile_is_the_recipe_command_on_both(upstream, beellama):
 
 def test_fit_goes_only_to_gpu_profiles_on_binaries_that_have_it(upstream):
     assert "--fit" not in plan_for("tiny", upstream).argv  # gpu_layers = 0: nothing to fit
-    no_fit = parse_help((FIXTURES / "llama-server-b11434-help.txt").read_text().replace("--fit [on|off]", ""))
+    no_fit = parse_help(PINNED_HELP.read_text().replace("--fit [on|off]", ""))
     assert "--fit" not in plan_for("gemma4-31b", no_fit).argv
 
 
@@ -114,7 +115,7 @@ def test_every_builtin_profile_maps_onto_upstream(upstream):
 
 
 def test_dflash_against_a_binary_without_dflash_is_a_clear_error(upstream):
-    no_dflash = parse_help((FIXTURES / "llama-server-b11434-help.txt").read_text().replace("draft-dflash,", ""))
+    no_dflash = parse_help(PINNED_HELP.read_text().replace("draft-dflash,", ""))
     with pytest.raises(ProfileError, match="needs DFlash speculative decoding.*offers --spec-type"):
         plan_for("gemma4-31b-dflash", no_dflash)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from server.pinned_binary import PINNED_HELP
 from server.telemetry import RequestTimings, parse_metrics
 
 pytestmark = pytest.mark.server
@@ -68,7 +69,7 @@ def _fake_binary(tmp_path: Path, help_text: str) -> Path:
 
 
 def test_dflash_on_a_binary_without_dflash_is_one_clear_line(la_env, tmp_path):
-    help_text = (FIXTURES / "llama-server-b11434-help.txt").read_text().replace("draft-dflash,", "")
+    help_text = PINNED_HELP.read_text().replace("draft-dflash,", "")
     fake = _fake_binary(tmp_path, help_text)
     la_env.write_config(f'[server]\nbinary = "{fake}"\n')
     result = la_env.run("server", "check", "tiny-dflash")

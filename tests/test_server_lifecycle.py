@@ -83,7 +83,11 @@ def test_tiny_serves_drafts_restarts_after_kill_and_stops_clean(la_env, llama_se
 def test_second_start_attaches_and_status_shows_it(la_env, llama_server_binary):
     first = la_env.run("server", "start", "tiny-baseline", "--port", "auto")
     assert first.code == 0, first.stderr
-    port = la_env.status()[0]["port"]
+    [record] = la_env.status()
+    port = record["port"]
+    assert record["device"] == "CPU"  # this machine's build has no GPU backend
+    table = la_env.run("server", "status")
+    assert "device" in table.stdout and "CPU" in table.stdout
     again = la_env.run("server", "start", "tiny-baseline", "--port", str(port))
     assert again.code == 0, again.stderr
     assert "attached" in again.stdout
@@ -159,7 +163,7 @@ def test_missing_binary_says_to_build(la_env, tmp_path):
     env["PATH"] = "/usr/bin:/bin"
     env.pop("LOCALAGENT_LLAMA_SERVER", None)
     la_env.env = env
-    result = la_env.run("server", "cmd", "tiny")
+    result = la_env.run("server", "start", "tiny")
     assert result.code == 1
     assert "localagent server build" in one_line_error(result)
 

@@ -25,6 +25,7 @@ from server.cpu import NO_AMX_FLAGS, CpuInfo, parse_cpuinfo
 from server.errors import BinaryError, BuildError, StartError
 from server.exit_reasons import explain_exit
 from server.models import ModelDirs
+from server.pinned_binary import PINNED_HELP
 from server.process import ServerProcess
 from server.smoke import SmokeRecords, run_smoke_test, smoke_test_sync
 from server.supervisor import RestartPolicy, ServerState, Supervisor
@@ -227,6 +228,7 @@ def _fake_source(tmp_path: Path, mode: str) -> Path:
 FAKE_WORKER = """#!/usr/bin/env python3
 # worker-build-{build}
 import signal, socket, sys
+from server.pinned_binary import PINNED_HELP
 sock = socket.create_server(("127.0.0.1", int(sys.argv[sys.argv.index("-p") + 1])))
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:
@@ -362,7 +364,7 @@ def test_auto_threads_reach_the_command_line_and_fixed_threads_stay(monkeypatch)
     from server.capabilities import parse_help
     from server.profiles import BUILTIN_PROFILES
 
-    caps = parse_help((Path(__file__).parent / "fixtures" / "llama-server-b11434-help.txt").read_text())
+    caps = parse_help(PINNED_HELP.read_text())
     monkeypatch.setattr(argv_module, "busy_cores", lambda: 1)
     monkeypatch.setattr(argv_module, "cpu_info", lambda: PLAIN_CPU)
     models = ResolvedModels(Path("/m.gguf"))

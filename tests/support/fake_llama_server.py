@@ -16,7 +16,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-HELP = Path(__file__).resolve().parent.parent / "fixtures" / "llama-server-b11434-help.txt"
+HELP = Path(__file__).resolve().parents[2] / "server" / "known_help" / "llama-server-b11434.txt"
 
 
 def _arg(name: str, default: str) -> str:
@@ -55,6 +55,9 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     if "--help" in sys.argv:
         print(HELP.read_text())
+        return
+    if "--list-devices" in sys.argv:
+        print("Available devices:\n  (none)")
         return
     if "--version" in sys.argv:
         print("version: 11434 (fake)")
