@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "acp": ("localagent.acp.command", "serve the Agent Client Protocol on stdio (for Zed, Toad and other ACP clients)"),
     "doctor": ("localagent.doctor_command", "which sandbox layer protects commands on this machine, and why"),
+    "monitor": (
+        "localagent.monitor_command",
+        "watch a server's live tok/s, acceptance, prompt reads and context, whoever its client is",
+    ),
 }
 
 

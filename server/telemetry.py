@@ -160,6 +160,40 @@ def parse_metrics(text: str) -> MetricsSnapshot:
 
 
 @dataclass(frozen=True)
+class SlotView:
+    """One ``/slots`` entry. While a request runs, ``n_prompt_tokens`` grows with each generated
+    token (it is the slot's whole context); once it ends, the per-request counts read 0."""
+
+    id: int
+    n_ctx: int | None
+    is_processing: bool
+    id_task: int | None
+    n_prompt_tokens: int
+    n_prompt_tokens_processed: int
+    n_prompt_tokens_cache: int
+    n_decoded: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SlotView:
+        next_token = data.get("next_token") or [{}]
+        first = next_token[0] if isinstance(next_token, list) and next_token else {}
+
+        def whole(value: Any) -> int:
+            return int(value) if isinstance(value, (int, float)) else 0
+
+        return cls(
+            id=whole(data.get("id")),
+            n_ctx=data.get("n_ctx") if isinstance(data.get("n_ctx"), int) else None,
+            is_processing=bool(data.get("is_processing")),
+            id_task=data.get("id_task") if isinstance(data.get("id_task"), int) else None,
+            n_prompt_tokens=whole(data.get("n_prompt_tokens")),
+            n_prompt_tokens_processed=whole(data.get("n_prompt_tokens_processed")),
+            n_prompt_tokens_cache=whole(data.get("n_prompt_tokens_cache")),
+            n_decoded=whole(first.get("n_decoded") if isinstance(first, Mapping) else None),
+        )
+
+
+@dataclass(frozen=True)
 class ServerInfo:
     """What ``/props`` and ``/slots`` say about the server."""
 
@@ -169,6 +203,7 @@ class ServerInfo:
     total_slots: int | None = None
     speculative: bool | None = None
     slots_processing: int = 0
+    slots: tuple[SlotView, ...] = ()
 
     @classmethod
     def from_json(cls, props: Mapping[str, Any] | None, slots: list[Mapping[str, Any]] | None) -> ServerInfo:
@@ -186,6 +221,7 @@ class ServerInfo:
             total_slots=props.get("total_slots"),
             speculative=speculative,
             slots_processing=processing,
+            slots=tuple(SlotView.from_json(slot) for slot in slots or () if isinstance(slot, Mapping)),
         )
 
 

@@ -28,6 +28,7 @@ MAX_POSITIONS = 6
 
 
 class MetricsPanel(VerticalScroll, can_focus=False):
+    SESSION_TITLE = "session"
     DEFAULT_CSS = """
     MetricsPanel {
         width: 40;
@@ -71,7 +72,7 @@ class MetricsPanel(VerticalScroll, can_focus=False):
         yield Static("context", classes="section")
         yield ProgressBar(total=1, show_eta=False, id="m-context")
         yield Static(id="m-context-line")
-        yield Static("session", classes="section")
+        yield Static(self.SESSION_TITLE, classes="section")
         yield Static(id="m-session")
 
     def on_mount(self) -> None:
