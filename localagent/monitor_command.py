@@ -42,7 +42,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         if problem := url_problem(args.base_url):
             raise UsageError(f"--base-url {args.base_url!r} {problem}")
         root = server_root(args.base_url)
-        server = MonitoredServer(root, f"server at {root}", api_key=ctx.settings.server.api_key)
+        server = MonitoredServer(root, "external server", api_key=ctx.settings.server.api_key)
     else:
         server = _managed(ctx, args.port)
     return MonitorApp(server).run() or 0
