@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "localagent.monitor_command",
         "watch a server's live tok/s, acceptance, prompt reads and context, whoever its client is",
     ),
+    "launch": ("localagent.launch.command", "run Claude Code, Codex or opencode on a managed local server"),
 }
 
 
