@@ -54,6 +54,12 @@ class AppContext:
         _show_once(loaded.notices)
         return cls(paths=paths, settings=settings, profiles=profiles, workspace=workspace, notices=loaded.notices)
 
+    def profile_name(self, given: str | None = None) -> str:
+        """The profile a command means: the one given, else the configured one, else the default."""
+        from server.defaults import DEFAULT_PROFILE
+
+        return given or self.settings.server.profile or DEFAULT_PROFILE
+
     def server_manager(self, *, host: str | None = None, port: int | None = None) -> ServerManager:
         from server.manager import ServerManager
 

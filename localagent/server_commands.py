@@ -13,11 +13,11 @@ from rich.table import Column, Table
 
 from localagent.console import err, out
 from localagent.errors import LocalAgentError, UsageError
+from localagent.server_which import cmd_which
 from tools.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from localagent.context import AppContext
-    from server.devices import BackendDevice
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -117,12 +117,6 @@ def _load_context() -> AppContext:
     return AppContext.load()
 
 
-def _profile_name(ctx: AppContext, given: str | None) -> str:
-    from server.defaults import DEFAULT_PROFILE
-
-    return given or ctx.settings.server.profile or DEFAULT_PROFILE
-
-
 def cmd_build(args: argparse.Namespace) -> int:
     ctx = _load_context()
     if args.jobs is not None and args.jobs < 1:
@@ -150,86 +144,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_which(args: argparse.Namespace) -> int:
-    ctx = _load_context()
-    manager = ctx.server_manager()
-    found = manager.binary()
-    caps = manager.capabilities(found.path)
-    from server.build import build_info, smoke_records_dir
-    from server.smoke import SmokeRecords, SmokeResult, smoke_test_sync
-
-    records = SmokeRecords(smoke_records_dir(ctx.paths.server_dirs().builds))
-    smoke: SmokeResult | None
-    if args.smoke:
-        smoke = smoke_test_sync(found.path, ctx.paths.server_dirs().model_dirs, ctx.paths.logs / "smoke.log", caps=caps)
-        records.write(found.path, smoke)
-    else:
-        smoke = records.read(found.path)
-    smoke_text = (
-        "not run on this machine (run `localagent server which --smoke`)"
-        if smoke is None
-        else f"passed on this machine ({smoke.summary()})"
-        if smoke.passed
-        else f"FAILED on this machine: {smoke.failure}"
-    )
-    summary = {
-        "binary": str(found.path),
-        "found_via": found.origin,
-        **caps.summary(),
-        "smoke_test": None if smoke is None else ("passed" if smoke.passed else "failed"),
-    }
-    info = build_info(found.path)
-    summary["patches"] = info.get("patches", []) if info else None
-    summary["cuda"] = info.get("cuda") if info else None
-    from server.profile_loading import get_profile
-
-    profile = get_profile(ctx.profiles, _profile_name(ctx, None))
-    from server.devices import binary_devices, device_choice, visible_gpus
-
-    devices, gpus = binary_devices(found.path), visible_gpus()
-    choice = device_choice(profile, devices, gpus)
-    summary["devices"] = None if devices is None else [device.label() for device in devices]
-    summary["gpus"] = gpus
-    summary["serves"] = {"profile": profile.name, "on": choice.serving, "warning": choice.warning}
-    if args.json:
-        out.print_json(json.dumps(summary))
-        return 0
-    out.print(f"binary:     {found.path}  (from {found.origin})")
-    out.print(f"version:    {caps.version}")
-    out.print(f"flavour:    {caps.flavour}")
-    out.print(f"DFlash:     {caps.dflash_spec_type or 'not supported'}")
-    out.print(f"spec types: {', '.join(caps.spec_types) or 'none'}")
-    out.print(f"KV cache:   {', '.join(caps.cache_types)}")
-    flags = summary["flags"]
-    assert isinstance(flags, dict)
-    out.print("flags:      " + ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in flags.items()))
-    if info is None:
-        out.print("patches:    unknown: not built by localagent (per-request speculation is probed when it starts)")
-    else:
-        out.print(f"patches:    {', '.join(info.get('patches') or []) or 'none'}")
-        out.print(f"CUDA:       {escape(str(info.get('cuda') or 'no'))}", soft_wrap=True)
-    out.print(f"smoke test: {escape(smoke_text)}", soft_wrap=True)
-    offered = "unknown (no --list-devices)" if devices is None else _device_list(devices)
-    out.print(f"devices:    {escape(offered)}", soft_wrap=True)
-    out.print(f"GPUs here:  {escape(', '.join(gpus) or 'none (nvidia-smi lists none)')}", soft_wrap=True)
-    out.print(f"serves:     {profile.name} on {escape(choice.serving)}", soft_wrap=True)
-    if choice.warning:
-        err.print(escape(choice.warning), soft_wrap=True)
-    if smoke is not None and not smoke.passed:
-        return 1
-    return 0
-
-
-def _device_list(devices: list[BackendDevice]) -> str:
-    return ", ".join(device.label() for device in devices) or "CPU only (no GPU backend in this build)"
-
-
 def cmd_cmd(args: argparse.Namespace) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is out of range; use 1-65535")
     ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
-    name = _profile_name(ctx, args.profile)
+    name = ctx.profile_name(args.profile)
     from server.engines import launched_engine
     from server.errors import BinaryError
     from server.pinned_binary import PINNED_BUILD, UNBUILT_BINARY, pinned_capabilities
@@ -265,20 +185,10 @@ def cmd_start(args: argparse.Namespace) -> int:
     manager = ctx.server_manager(host=args.host)
     manager.allow_no_api_key = args.no_api_key
     port = _parse_port(args.port)
-    name = _profile_name(ctx, args.profile)
+    name = ctx.profile_name(args.profile)
+    from localagent.server_start import start_in_background_sync
 
-    def on_state(state: str) -> None:
-        label = {"starting": "starting llama-server", "loading": "loading the model"}.get(state)
-        if label:
-            err.print(f"{label}…")
-
-    try:
-        import asyncio
-
-        handle = asyncio.run(manager.start_daemon(name, port=port, on_state=on_state))
-    finally:
-        for note in manager.notes:
-            err.print(escape(note), soft_wrap=True)
+    handle = start_in_background_sync(manager, name, port)
     record = handle.record
     if handle.attached:
         out.print(f"attached: a server with this model is already running at {handle.base_url}")
@@ -426,4 +336,4 @@ def _duration(seconds: float) -> str:
 def cmd_plan(args: argparse.Namespace) -> int:
     from localagent.server_plan_command import show_plan
 
-    return show_plan(args, _load_context(), _profile_name)
+    return show_plan(args, _load_context())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -19,14 +18,14 @@ if TYPE_CHECKING:
     from server.memory_plan import MemoryPlan
 
 
-def show_plan(args: argparse.Namespace, ctx: AppContext, profile_name: Callable[[AppContext, str | None], str]) -> int:
+def show_plan(args: argparse.Namespace, ctx: AppContext) -> int:
     from server.memory_plan import GIB, gpu_memory_bytes, plan_memory
     from server.model_shapes import find_shape
     from server.profile_loading import get_profile
 
     if args.vram is not None and not 0 < args.vram <= 4096:
         raise UsageError(f"--vram {args.vram:g} is not a card's memory in GiB; e.g. --vram 24")
-    profile = get_profile(ctx.profiles, profile_name(ctx, args.profile))
+    profile = get_profile(ctx.profiles, ctx.profile_name(args.profile))
     if launched_engine(profile) is not None:
         raise UsageError(f"server plan reads GGUF models; profile {profile.name!r} runs on {profile.engine}")
     dirs = ctx.paths.server_dirs().model_dirs
