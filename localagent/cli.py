@@ -99,15 +99,23 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class CommandParser(argparse.ArgumentParser):
+    """Every localagent parser: no option is taken from an abbreviation of its name (`sessions
+    --all` was read as the TUI's `--allowed-tools`). Sub-parsers are made of their parent's class,
+    so setting it here reaches every command."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="localagent",
         description="A local coding agent on your own GPU, with a llama-server it manages itself. "
         "With no command, it opens the TUI in the current directory.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        # `sessions --all` is not an abbreviation of the TUI's `--allowed-tools`.
-        allow_abbrev=False,
     )
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and exit")
     parser.register("action", "lazy_parsers", _LazyCommands)

@@ -20,7 +20,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         "live generation tok/s, draft acceptance by position, prompt speed and cache reuse, context in "
         "use, and one row per finished request. It reads the server's /metrics and /slots only; q quits "
         "and leaves the server running.",
-        allow_abbrev=False,
     )
     target = parser.add_mutually_exclusive_group()
     target.add_argument(

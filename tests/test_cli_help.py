@@ -31,6 +31,10 @@ def test_acp_lists_only_what_it_accepts(la_env) -> None:
     assert refused.code == 2 and "session/load" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_no_command_takes_an_abbreviated_option() -> None:
+    assert [path for path, parser in every_parser() if parser.allow_abbrev] == []
+
+
 def test_sessions_all_is_not_taken_for_another_option(la_env) -> None:
     result = la_env.run("sessions", "--all")
     assert result.code == 0, result.stderr

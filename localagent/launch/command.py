@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from localagent.cli import CommandParser
 from localagent.launch.agents import AGENTS, Agent
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ EPILOG = """examples:
 """
 
 
-class _ArgsAfterDashes(argparse.ArgumentParser):
+class _ArgsAfterDashes(CommandParser):
     """Everything after the first ``--`` goes to the agent as it is, options included: argparse
     alone would read ``-p`` after ``--`` as the optional PROFILE."""
 
@@ -59,7 +60,6 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         usage=USAGE,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
     )
     # The sub-parser class is the top parser's; this one alone splits its words at `--`.
     launch.__class__ = _ArgsAfterDashes
