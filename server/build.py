@@ -36,6 +36,7 @@ from pathlib import Path
 from server.cpu import NO_AMX_FLAGS, CpuInfo, compiler_accepts, cpu_info
 from server.cuda_toolkit import CudaToolkit, driver_cuda_version, resolve_toolkit
 from server.errors import BuildError
+from server.file_lock import exclusive
 from server.http import tail_lines
 from server.nvidia_smi import NvidiaSmiError, nvidia_smi
 from server.rpc_worker import STAGED_SUFFIX, WORKER_NAME, WORKER_TARGETS
@@ -195,6 +196,21 @@ def build_llama_server(
     toolkits_dir: Path | None = None,
 ) -> BuildResult:
     """``toolkits_dir``: where a downloaded CUDA toolkit is cached (default: beside ``builds_dir``)."""
+    # One build at a time per cache: two would fetch and patch the same sources, and two of the
+    # same key would overwrite each other's binary. The second waits, then finds the first's build.
+    with exclusive(builds_dir / ".build.lock", "a llama-server build", notice):
+        return _build_llama_server(request, builds_dir, work_dir, progress, verify, notice, toolkits_dir)
+
+
+def _build_llama_server(
+    request: BuildRequest,
+    builds_dir: Path,
+    work_dir: Path,
+    progress: Progress | None,
+    verify: Verifier,
+    notice: Notice | None,
+    toolkits_dir: Path | None,
+) -> BuildResult:
     started = time.monotonic()
     cpu = cpu_info()
     toolkit = _cuda_toolkit(request, toolkits_dir or builds_dir.parent, notice, progress) if request.cuda else None

@@ -31,6 +31,7 @@ from typing import Literal
 
 from server.cuda_wheels import WHEEL_CUDA_RELEASE, WHEEL_MIN_DRIVER, WHEELS, install_wheels
 from server.errors import BuildError
+from server.file_lock import exclusive
 from server.nvidia_smi import NvidiaSmiError, Runner, nvidia_smi
 from tools.program_path import which_absolute
 
@@ -201,6 +202,10 @@ def wheel_toolkit_dir(cache: Path) -> Path:
     return cache / "cuda-toolkit" / f"{WHEEL_CUDA_RELEASE}-{platform.machine()}"
 
 
+def download_lock(cache: Path) -> Path:
+    return cache / ".cuda-toolkit-download.lock"
+
+
 def cached_wheel_toolkit(cache: Path) -> CudaToolkit | None:
     """The wheel toolkit, if a complete one is in the cache (the marker is written last)."""
     marker = wheel_toolkit_dir(cache) / _COMPLETE
@@ -235,11 +240,13 @@ def resolve_toolkit(
         return found
     check_driver(int(WHEEL_CUDA_RELEASE.split(".")[0]), driver, source="wheels")
     check_architectures(int(WHEEL_CUDA_RELEASE.split(".")[0]), architectures, source="wheels")
-    cached = cached_wheel_toolkit(cache)
-    if cached is not None:
-        notice(f"compiling with {cached.describe()}")
-        return cached
     target = wheel_toolkit_dir(cache)
-    root = install_wheels(target, index_url, notice, progress)
-    (target / _COMPLETE).write_text(json.dumps({"root": str(root), "wheels": [list(w) for w in WHEELS]}))
+    # A second download waits for the first, then finds its toolkit in the cache.
+    with exclusive(download_lock(cache), "a CUDA toolkit download", notice):
+        cached = cached_wheel_toolkit(cache)
+        if cached is not None:
+            notice(f"compiling with {cached.describe()}")
+            return cached
+        root = install_wheels(target, index_url, notice, progress)
+        (target / _COMPLETE).write_text(json.dumps({"root": str(root), "wheels": [list(w) for w in WHEELS]}))
     return CudaToolkit("wheels", root, root / "bin" / "nvcc", WHEEL_CUDA_RELEASE)

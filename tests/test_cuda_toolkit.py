@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,12 +29,14 @@ from server.cuda_toolkit import (
     CudaToolkit,
     cached_wheel_toolkit,
     check_driver,
+    download_lock,
     driver_cuda_version,
     find_system_toolkit,
     missing_parts,
     resolve_toolkit,
 )
 from server.errors import BuildError
+from server.file_lock import exclusive
 from server.models import ModelDirs
 
 CPU = CpuInfo("x86_64", "AMD EPYC", ("avx2", "avx512f"), 2, 2)
@@ -262,6 +265,31 @@ def test_without_a_toolkit_the_wheels_are_fetched_once_into_the_cache_and_comple
     fetched = len(requests)
     again = resolve_toolkit(cache, url, notices.append, driver=None, system=None)
     assert again == toolkit and len(requests) == fetched and "compiling with CUDA 13.5" in notices[-1]
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None, reason="the stub needs Linux and cc")
+def test_a_second_download_waits_for_the_first_and_fetches_nothing_meanwhile(
+    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, requests = wheel_index
+    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
+    cache = tmp_path / "cache"
+    notices: list[str] = []
+    results: list[CudaToolkit] = []
+
+    def second_build() -> None:
+        results.append(resolve_toolkit(cache, url, notices.append, driver=(13, 0), system=None))
+
+    with exclusive(download_lock(cache), "the first build's download"):
+        worker = threading.Thread(target=second_build)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not any("waiting for a CUDA toolkit download" in n for n in notices) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("waiting for a CUDA toolkit download in pid" in n for n in notices), notices
+        assert requests == []  # nothing fetched while the other holds the lock
+    worker.join(120)
+    assert results and results[0].nvcc.is_file() and requests
 
 
 def test_a_wheel_with_another_hash_is_refused_and_nothing_is_cached(

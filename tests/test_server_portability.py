@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from server.build import (
 from server.cpu import NO_AMX_FLAGS, CpuInfo, parse_cpuinfo
 from server.errors import BinaryError, BuildError, StartError
 from server.exit_reasons import explain_exit
+from server.file_lock import exclusive
 from server.models import ModelDirs
 from server.pinned_binary import PINNED_HELP
 from server.process import ServerProcess
@@ -228,7 +231,6 @@ def _fake_source(tmp_path: Path, mode: str) -> Path:
 FAKE_WORKER = """#!/usr/bin/env python3
 # worker-build-{build}
 import signal, socket, sys
-from server.pinned_binary import PINNED_HELP
 sock = socket.create_server(("127.0.0.1", int(sys.argv[sys.argv.index("-p") + 1])))
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 while True:
@@ -301,6 +303,30 @@ def test_a_build_that_passes_is_cached_recorded_and_used(tmp_path: Path, model_d
     assert SmokeRecords(smoke_records_dir(builds)).passed(result.binary)
     again = build_llama_server(request, builds, work, verify=_verify(model_dirs))
     assert again.cached and again.smoke is None  # proven here before: not run again
+
+
+def test_a_second_build_waits_for_the_first_and_then_finds_its_binary(tmp_path: Path, model_dirs: ModelDirs):
+    from server import build
+
+    builds, work = tmp_path / "builds", tmp_path / "work"
+    request = BuildRequest(source=_fake_source(tmp_path, "serve"))
+    notices: list[str] = []
+    results: list[build.BuildResult] = []
+
+    def second() -> None:
+        results.append(build_llama_server(request, builds, work, verify=_verify(model_dirs), notice=notices.append))
+
+    with exclusive(builds / ".build.lock", "the first build"):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not notices and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert notices and "waiting for a llama-server build" in notices[0]
+        # The first build, under the lock (what build_llama_server runs once it holds it).
+        first = build._build_llama_server(request, builds, work, None, _verify(model_dirs), None, None)
+    waiting.join(120)
+    assert not first.cached and results and results[0].cached and results[0].binary == first.binary
 
 
 def test_a_cached_build_not_proven_on_this_machine_is_not_used_and_a_build_tests_it(
