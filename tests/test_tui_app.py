@@ -219,6 +219,29 @@ async def test_ctrl_c_cancels_a_running_turn_then_twice_on_idle_quits():
     assert app.return_code == 0
 
 
+def user_turns(runtime: SyntheticRuntime) -> int:
+    return sum(1 for message in runtime.agent.messages if message["role"] == "user")
+
+
+async def test_a_cancel_before_the_turn_begins_gives_the_message_back():
+    runtime = SyntheticRuntime(SyntheticAgent(tokens=20, tokens_per_second=10_000))
+    app = LocalAgentApp(factory_for(runtime), telemetry=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        # Enter, then Ctrl+C before the turn's worker has run a line: nothing yields in between.
+        await chat.send("fix the failing test")
+        assert chat.action_cancel_turn()
+        await wait_for(pilot, lambda: "cancelled before it was sent" in " ".join(notices(app)))
+        assert chat.prompt.text == "fix the failing test"
+        assert user_turns(runtime) == 0
+        # Sent again, it runs as any turn does.
+        chat.prompt.text = ""
+        await submit(pilot, "fix the failing test")
+        await turn_done(pilot)
+        assert user_turns(runtime) == 1
+
+
 async def test_loading_screen_shows_the_server_state_until_the_runtime_is_ready():
     release = asyncio.Event()
     runtime = SyntheticRuntime(SyntheticAgent())

@@ -81,6 +81,9 @@ class ChatScreen(SlashCommands, Screen[None]):
         self.submissions = 0
         # What ``!command`` runs printed, for the model with the next message.
         self.pending_notes: list[str] = []
+        # What was typed for the turn that has been asked for but has not begun: a Ctrl+C or Esc
+        # in that moment cancels a turn the agent never saw, and the words go back to the prompt.
+        self._unsent: tuple[str, list[str]] | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -210,6 +213,7 @@ class ChatScreen(SlashCommands, Screen[None]):
                 return
             files = expansion.files
         message = attachments.compose(typed, self.pending_notes, files)
+        self._unsent = (typed, self.pending_notes)
         self.pending_notes = []
         await self.conversation.add_user(typed)
         if files:
@@ -242,12 +246,26 @@ class ChatScreen(SlashCommands, Screen[None]):
         workers = self._agent_workers()
         for worker in workers:
             worker.cancel()
+        if workers and self._unsent is not None:
+            typed, notes = self._unsent
+            self._unsent = None
+            self.pending_notes = notes + self.pending_notes
+            self.run_worker(self._give_back(typed), exit_on_error=False)
         return bool(workers)
+
+    async def _give_back(self, typed: str) -> None:
+        await self.conversation.add_notice(
+            "cancelled before it was sent; your message is back in the prompt", "warning"
+        )
+        if not self.prompt.text:
+            self.prompt.text = typed
+            self.prompt.move_cursor(self.prompt.document.end)
 
     # -- running the agent -----------------------------------------------------------------------
 
     @work(exclusive=True, group=AGENT_GROUP, exit_on_error=False, name="turn")
     async def run_turn(self, text: str) -> None:
+        self._unsent = None  # begun: a cancel from now on reaches the agent, which keeps the turn
         try:
             with gc_pacing.full_collections_deferred():
                 await self.consume(self.agent.run_turn(text))
