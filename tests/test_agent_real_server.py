@@ -32,9 +32,12 @@ def test_run_on_the_tiny_server_reports_real_timings(la_env, llama_server_binary
     task.write_text("Reply with one short sentence about Python.")
     result = la_env.run("run", str(task), "--profile", "tiny", "--output-format", "json")
     data = json.loads(result.stdout)
-    # A 270M base model sampled at 0.7 answers, or now and then repeats a tool call until the
-    # loop guard stops it (exit 1): either way the run ends cleanly, and its timings are real.
-    assert (data["status"], result.code) in (("done", 0), ("loop", 1)), result.stderr
+    # A 270M base model sampled at 0.7 (no seed) answers, or now and then repeats a tool call until
+    # the loop guard stops it, opens with its end marker (an empty answer), or runs into the token
+    # cap: each a named end with its own exit code. What this test is about holds for all of them:
+    # the run ends cleanly, not in an error, and its timings are the server's.
+    clean_ends = {"done": 0, "loop": 1, "empty_answer": 1, "length": 1}
+    assert data["status"] in clean_ends and result.code == clean_ends[data["status"]], result.stderr
     assert data["completion_tokens"] > 0 and data["prompt_tokens"] > 0
     assert data["tokens_per_second"] and data["tokens_per_second"] > 0
     # No server is left behind by a run that started its own.
