@@ -82,8 +82,36 @@ def cli_reference() -> str:
     lines += [f"- [`{path}`](#{_anchor(path)})" for path, _parser in parsers]
     with _help_width(HELP_COLUMNS):
         for path, parser in parsers:
-            lines += ["", f"## {path}", "", "```text", parser.format_help().rstrip(), "```"]
+            lines += ["", f"## {path}", "", "```text", _plain_help(parser).rstrip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> str:
+    """The help as Python 3.11 writes it, on any Python: 3.13 writes `--jobs, -j JOBS` for
+    `--jobs JOBS, -j JOBS`, and 3.14 may colour it. The page must not depend on who made it."""
+    original: Any = parser.formatter_class  # a class, typed by typeshed as a protocol
+    pinned: Any = type(f"Pinned{original.__name__}", (_PinnedInvocation, original), {})
+    parser.formatter_class = pinned
+    colour = getattr(parser, "color", None)
+    if colour is not None:
+        setattr(parser, "color", False)  # noqa: B010  3.14 and later only
+    try:
+        return parser.format_help()
+    finally:
+        parser.formatter_class = original
+        if colour is not None:
+            setattr(parser, "color", colour)  # noqa: B010
+
+
+class _PinnedInvocation(argparse.HelpFormatter):
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings:
+            (metavar,) = self._metavar_formatter(action, self._get_default_metavar_for_positional(action))(1)
+            return metavar
+        if action.nargs == 0:
+            return ", ".join(action.option_strings)
+        value = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return ", ".join(f"{option} {value}" for option in action.option_strings)
 
 
 def _anchor(heading: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -150,6 +151,7 @@ def cmd_cmd(args: argparse.Namespace) -> int:
     ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
     name = ctx.profile_name(args.profile)
+    from server.binary import BINARY_ENV
     from server.engines import launched_engine
     from server.errors import BinaryError
     from server.pinned_binary import PINNED_BUILD, UNBUILT_BINARY, pinned_capabilities
@@ -161,6 +163,8 @@ def cmd_cmd(args: argparse.Namespace) -> int:
         try:
             binary = manager.binary().path
         except BinaryError:
+            if manager.configured_binary is not None or os.environ.get(BINARY_ENV):
+                raise  # a binary the person named is wrong: say so, not what another would run
             # Nothing built yet: the command for the binary `server build` will make.
             notes.append(
                 f"note: no llama-server is built yet; this is the command for the one `localagent server build` "

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from localagent.context import AppContext
     from server.capabilities import Capabilities
     from server.devices import BackendDevice, DeviceChoice
+    from server.manager import ServerManager
     from server.smoke import SmokeResult
 
 
@@ -30,7 +31,8 @@ def cmd_which(args: argparse.Namespace) -> int:
     caps = manager.capabilities(found.path)
     smoke = _smoke_result(ctx, found.path, caps, run_now=args.smoke)
     info = build_info(found.path)
-    devices, gpus, choice = _devices(ctx, found.path)
+    devices, gpus = manager.devices_here(found.path)
+    choice = _serving(ctx, manager, found.path)
     summary: dict[str, Any] = {
         "binary": str(found.path),
         "found_via": found.origin,
@@ -84,13 +86,17 @@ class _ProfileChoice:
     choice: DeviceChoice
 
 
-def _devices(ctx: AppContext, binary: Path) -> tuple[list[BackendDevice] | None, list[str], _ProfileChoice]:
-    from server.devices import binary_devices, device_choice, visible_gpus
+def _serving(ctx: AppContext, manager: ServerManager, binary: Path) -> _ProfileChoice:
+    """Where the default profile runs on this binary; a vLLM or SGLang profile runs on neither."""
+    from server.devices import DeviceChoice
+    from server.engines import display_name, launched_engine
     from server.profile_loading import get_profile
 
     profile = get_profile(ctx.profiles, ctx.profile_name())
-    devices, gpus = binary_devices(binary), visible_gpus()
-    return devices, gpus, _ProfileChoice(profile.name, device_choice(profile, devices, gpus))
+    if launched_engine(profile) is not None:
+        served_by = f"{display_name(profile.engine)}'s own GPUs, not this llama-server"
+        return _ProfileChoice(profile.name, DeviceChoice(served_by))
+    return _ProfileChoice(profile.name, manager.device_choice(profile, binary))
 
 
 def _print_capabilities(caps: Capabilities, flags: dict[str, bool], info: dict[str, Any] | None) -> None:

@@ -10,12 +10,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.nvidia_smi import NvidiaSmiError, Runner, nvidia_smi
+from server.nvidia_smi import Runner, gpu_rows
 from server.profiles import Profile
 
 # `  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23700 MiB free)`, as common/arg.cpp prints it.
 _DEVICE_LINE = re.compile(r"^\s+(?P<name>[^\s:]+): (?P<description>.+?) \((?P<total>\d+) MiB, \d+ MiB free\)\s*$")
 CUDA_REBUILD = "localagent server build --cuda"
+_NOT_GPUS = ("RPC", "BLAS", "ZenDNN", "zDNN")
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,9 @@ class BackendDevice:
 
     @property
     def is_gpu(self) -> bool:
-        return not self.name.startswith("RPC")
+        # --list-devices names every device but the CPU: RPC workers and accelerators such as BLAS
+        # (which report no memory of their own) are not a GPU of this machine.
+        return not self.name.startswith(_NOT_GPUS) and self.total_mib > 0
 
     def label(self) -> str:
         return f"{self.name} {self.description} ({self.total_mib:,} MiB)"
@@ -52,7 +55,12 @@ def binary_devices(binary: Path, timeout: float = 20.0) -> list[BackendDevice] |
     """What the build can offload to on this machine; None when it cannot say (an old build)."""
     try:
         run = subprocess.run(
-            [str(binary), "--list-devices"], capture_output=True, text=True, timeout=timeout, check=False
+            [str(binary), "--list-devices"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -61,11 +69,7 @@ def binary_devices(binary: Path, timeout: float = 20.0) -> list[BackendDevice] |
 
 def visible_gpus(run: Runner | None = None) -> list[str]:
     """The names of the NVIDIA GPUs nvidia-smi lists; none without a driver or a GPU."""
-    try:
-        text = nvidia_smi("--query-gpu=name", "--format=csv,noheader", run=run)
-    except NvidiaSmiError:
-        return []
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    return gpu_rows("name", run=run)
 
 
 def offloads_to_gpu(profile: Profile) -> bool:
@@ -80,11 +84,23 @@ class DeviceChoice:
     warning: str | None = None
 
 
-def device_choice(profile: Profile, devices: list[BackendDevice] | None, gpus: list[str]) -> DeviceChoice:
-    """Where `profile` runs on a binary offering `devices`, on a machine with `gpus`."""
+def device_choice(
+    profile: Profile, devices: list[BackendDevice] | None, gpus: list[str], *, cuda_build: bool = False
+) -> DeviceChoice:
+    """Where `profile` runs on a binary offering `devices`, on a machine with `gpus`.
+    ``cuda_build``: the binary was built with CUDA (its build record says so)."""
     if devices is None:
         return DeviceChoice("unknown (this llama-server has no --list-devices)")
     build_gpus = [device for device in devices if device.is_gpu]
+    if profile.rpc_workers and not build_gpus:
+        # The offloaded layers go to the workers' devices, whatever this machine has.
+        return DeviceChoice(f"CPU + {len(profile.rpc_workers)} RPC workers")
+    if gpus and not build_gpus and cuda_build:
+        return DeviceChoice(
+            "CPU",
+            f"warning: this llama-server was built with CUDA but sees no GPU ({gpus[0]} is here): check the "
+            "driver, CUDA_VISIBLE_DEVICES, and that its CUDA library loads (`localagent server which`)",
+        )
     if gpus and not build_gpus:
         return DeviceChoice(
             "CPU",
@@ -99,7 +115,7 @@ def device_choice(profile: Profile, devices: list[BackendDevice] | None, gpus: l
                 f"llama-server has no GPU backend: it runs on the CPU, many times slower (on an NVIDIA "
                 f"machine: `{CUDA_REBUILD}`)",
             )
-        return DeviceChoice("CPU" if not profile.rpc_workers else f"CPU + {len(profile.rpc_workers)} RPC workers")
+        return DeviceChoice("CPU")
     if profile.gpu_layers == 0 and profile.speculative.draft_gpu_layers in (None, 0):
         return DeviceChoice("CPU (gpu_layers = 0)")
     layers = {None: "layers that fit", "auto": "layers that fit", "all": "all layers"}.get(

@@ -20,6 +20,7 @@ import httpx2
 from server import daemon
 from server.argv import LaunchPlan, ResolvedModels, build_launch_plan
 from server.binary import FoundBinary, find_binary
+from server.build import build_info
 from server.capabilities import Capabilities, read_capabilities
 from server.defaults import STARTUP_TIMEOUT_S
 from server.devices import BackendDevice, DeviceChoice, binary_devices, device_choice, visible_gpus
@@ -104,13 +105,19 @@ class ServerManager:
             self._caps[binary] = read_capabilities(binary)
         return self._caps[binary]
 
-    def device_choice(self, profile: Profile, binary: Path) -> DeviceChoice:
-        """Which device `binary` serves `profile` on here, and the warning when that is a trap."""
+    def devices_here(self, binary: Path) -> tuple[list[BackendDevice] | None, list[str]]:
+        """What `binary` can offload to, and the GPUs nvidia-smi lists; asked once per manager."""
         if binary not in self._devices:
             self._devices[binary] = binary_devices(binary)
         if self._gpus is None:
             self._gpus = visible_gpus()
-        return device_choice(profile, self._devices[binary], self._gpus)
+        return self._devices[binary], self._gpus
+
+    def device_choice(self, profile: Profile, binary: Path) -> DeviceChoice:
+        """Which device `binary` serves `profile` on here, and the warning when that is a trap."""
+        devices, gpus = self.devices_here(binary)
+        info = build_info(binary)
+        return device_choice(profile, devices, gpus, cuda_build=bool(info and info.get("cuda")))
 
     def plan(
         self,
@@ -316,7 +323,7 @@ class ServerManager:
         if existing := await self.existing_server(plan, models):
             existing.notes.extend(self.notes)
             return existing
-        device = self._device_for(profile, plan)
+        device = await self._device_for(profile, plan)
         return _Launch(profile, plan, models, self.log_path(plan.port), api_key=self.api_key, device=device)
 
     def _plan_for_port(self, profile_name: str, port: int | str | None) -> tuple[Profile, LaunchPlan, ResolvedModels]:
@@ -330,11 +337,13 @@ class ServerManager:
         self.notes.extend(note for note in planned[1].notes if note.startswith(RPC_WARNING_START))
         return planned
 
-    def _device_for(self, profile: Profile, plan: LaunchPlan) -> str:
+    async def _device_for(self, profile: Profile, plan: LaunchPlan) -> str:
         """The device the record names; its warning joins the notes said where the server starts."""
         if plan.readiness == "http":  # vLLM and SGLang choose their own GPUs
             return "GPU" if profile.tensor_parallel else ""
-        choice = self.device_choice(profile, Path(plan.argv[0]))
+        # Off the event loop: asking a CUDA build for its devices initialises CUDA (seconds), and
+        # the TUI starts its server from a worker on its own loop.
+        choice = await asyncio.to_thread(self.device_choice, profile, Path(plan.argv[0]))
         if choice.warning:
             self.notes.append(choice.warning)
         return choice.serving

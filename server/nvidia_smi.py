@@ -15,7 +15,17 @@ class NvidiaSmiError(Exception):
 def nvidia_smi(*args: str, run: Runner | None = None) -> str:
     try:
         return (run or subprocess.run)(
-            ["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True
+            ["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise NvidiaSmiError(str(exc)) from None
+
+
+def gpu_rows(fields: str, run: Runner | None = None) -> list[str]:
+    """One line per GPU with the query's ``fields`` (e.g. "name,memory.total"); none without a
+    driver or a GPU."""
+    try:
+        text = nvidia_smi(f"--query-gpu={fields}", "--format=csv,noheader", run=run)
+    except NvidiaSmiError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]

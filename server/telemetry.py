@@ -9,7 +9,9 @@ Missing draft fields mean "nothing was drafted", never "0 % accepted": every acc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -179,7 +181,8 @@ class SlotView:
         first = next_token[0] if isinstance(next_token, list) and next_token else {}
 
         def whole(value: Any) -> int:
-            return int(value) if isinstance(value, (int, float)) else 0
+            # json.loads takes NaN and 1e400 too: a number that is no count reads as 0.
+            return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0
 
         return cls(
             id=whole(data.get("id")),
@@ -320,7 +323,11 @@ class TelemetryPoller:
     async def _run(self) -> None:
         async with httpx2.AsyncClient(timeout=5.0) as client:
             while True:
-                await self.poll_once(client)
+                try:
+                    await self.poll_once(client)
+                except Exception:  # noqa: BLE001  one odd answer (or listener) must not end the polling
+                    with contextlib.suppress(Exception):
+                        self._publish(replace(self.stats, at=time.time(), reachable=False))
                 await asyncio.sleep(self.interval)
 
 

@@ -36,6 +36,7 @@ class RequestProgress:
 class RequestsFinished:
     """Requests that ended since the server was last idle, as the counters add them up."""
 
+    requests: int  # seen starting since then (at least 1: a short one may start and end unseen)
     prompt_tokens: int  # read (prefilled), not counting the cache
     cached_tokens: int | None
     generated_tokens: int
@@ -74,6 +75,7 @@ class TrafficTracker:
     running: dict[int, _Running] = field(default_factory=dict)
     idle_counters: MetricsSnapshot | None = None  # /metrics when the server was last idle
     last_context: int = 0
+    started_since_idle: int = 0
 
     def observe(self, stats: ServerStats, now: float) -> list[Change]:
         if not stats.reachable:
@@ -81,14 +83,23 @@ class TrafficTracker:
         changes: list[Change] = []
         for slot in stats.info.slots:
             changes += self._slot(slot, now)
-        busy = any(slot.is_processing for slot in stats.info.slots)
         metrics = stats.metrics
         if metrics is None:
             return changes
+        # Idle by both sources: /slots and /metrics are read apart, and vLLM and SGLang have no
+        # /slots at all (their counters grow while a request runs).
+        busy = any(slot.is_processing for slot in stats.info.slots) or (metrics.requests_processing or 0) > 0
+        if busy:
+            return changes
         if self.idle_counters is None:
-            # The first look: what the counters held before is history, not traffic seen here.
+            # The first idle look: what the counters held before is history, not traffic seen
+            # here (a request already running when the monitor started is not counted).
             self.idle_counters = metrics
-        elif not busy and _moved(metrics, self.idle_counters):
+        elif _restarted(metrics, self.idle_counters):
+            # The server restarted and its counters began again at zero: all they hold is new.
+            changes.append(self._finished(metrics))
+            self.idle_counters = metrics
+        elif _moved(metrics, self.idle_counters):
             changes.append(self._finished(metrics.since(self.idle_counters)))
             self.idle_counters = metrics
         return changes
@@ -101,6 +112,7 @@ class TrafficTracker:
         changes: list[Change] = []
         if tracked is None or tracked.task != slot.id_task:
             tracked = self.running[slot.id] = _Running(slot.id_task, at=now)
+            self.started_since_idle += 1
             changes.append(RequestStarted(slot.id))
         rate = None
         if slot.n_decoded > tracked.decoded and now > tracked.at and tracked.decoded > 0:
@@ -124,7 +136,9 @@ class TrafficTracker:
         return changes
 
     def _finished(self, delta: MetricsSnapshot) -> RequestsFinished:
+        requests, self.started_since_idle = max(self.started_since_idle, 1), 0
         return RequestsFinished(
+            requests=requests,
             prompt_tokens=int(delta.prompt_tokens_total),
             cached_tokens=None if delta.prompt_tokens_cached_total is None else int(delta.prompt_tokens_cached_total),
             generated_tokens=int(delta.tokens_predicted_total),
@@ -134,6 +148,12 @@ class TrafficTracker:
             accepted=None if delta.accepted_tokens_total is None else int(delta.accepted_tokens_total),
             context_used=self.last_context,
         )
+
+
+def _restarted(now: MetricsSnapshot, then: MetricsSnapshot) -> bool:
+    return (
+        now.tokens_predicted_total < then.tokens_predicted_total or now.prompt_tokens_total < then.prompt_tokens_total
+    )
 
 
 def _moved(now: MetricsSnapshot, then: MetricsSnapshot) -> bool:

@@ -60,6 +60,36 @@ def test_a_request_that_started_and_ended_between_two_polls_is_still_counted() -
     assert isinstance(finished, RequestsFinished) and finished.generated_tokens == 12
 
 
+def test_a_restart_counts_what_the_new_counters_hold_never_a_negative_row() -> None:
+    tracker = TrafficTracker()
+    idle = _slot(None, False)
+    tracker.observe(_stats(idle, MetricsSnapshot(prompt_tokens_total=1000, tokens_predicted_total=500)), 0.0)
+    after_restart = MetricsSnapshot(
+        prompt_tokens_total=40, tokens_predicted_total=10, tokens_predicted_seconds_total=0.5
+    )
+    [finished] = tracker.observe(_stats(idle, after_restart), 1.0)
+    assert isinstance(finished, RequestsFinished)
+    assert (finished.prompt_tokens, finished.generated_tokens) == (40, 10)
+
+
+def test_a_server_busy_by_its_counters_alone_is_not_idle() -> None:
+    # vLLM and SGLang have no /slots, and llama-server's /metrics may be read while /slots was
+    # read idle: requests_processing holds the row back until the request has ended.
+    tracker = TrafficTracker()
+    tracker.observe(_stats(None, MetricsSnapshot()), 0.0)
+    for step in range(1, 5):
+        running = MetricsSnapshot(prompt_tokens_total=100, tokens_predicted_total=step * 10, requests_processing=1)
+        assert tracker.observe(_stats(None, running), float(step)) == []
+    done = MetricsSnapshot(prompt_tokens_total=100, tokens_predicted_total=50, requests_processing=0)
+    [finished] = tracker.observe(_stats(None, done), 6.0)
+    assert isinstance(finished, RequestsFinished) and finished.generated_tokens == 50 and finished.requests == 1
+
+
+def test_odd_numbers_in_slots_read_as_zero() -> None:
+    slot = SlotView.from_json({"id": 0, "n_prompt_tokens": float("nan"), "next_token": [{"n_decoded": 1e400}]})
+    assert (slot.n_prompt_tokens, slot.n_decoded) == (0, 0)
+
+
 async def test_monitor_shows_another_clients_request_while_it_streams(la_env, llama_server_binary) -> None:
     from server.registry import Registry
     from tui.monitor.app import MonitorApp, MonitoredServer

