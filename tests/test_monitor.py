@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
 import pytest
@@ -150,6 +151,55 @@ async def test_monitor_shows_another_clients_request_while_it_streams(la_env, ll
         assert panel.model.context_used >= usage["prompt_tokens"] + 150
         row = log.get_row_at(0)
         assert row[4] == "160"
+
+
+class _PartialServer(BaseHTTPRequestHandler):
+    """A llama-server seen from outside: with `wants_key`, only /health answers without a key;
+    otherwise /props answers and /metrics is missing (started without --metrics)."""
+
+    wants_key = False
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._answer(200, b'{"status": "ok"}')
+        elif self.wants_key:
+            self._answer(401, b'{"error": "Invalid API Key"}')
+        elif self.path in ("/props", "/slots"):
+            self._answer(200, b'{"default_generation_settings": {"n_ctx": 4096}}' if self.path == "/props" else b"[]")
+        else:
+            self._answer(404, b"{}")
+
+    def _answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("wants_key", [False, True])
+async def test_monitor_says_why_an_outside_server_shows_nothing(wants_key: bool) -> None:
+    from tui.monitor.app import MonitorApp, MonitoredServer
+
+    handler = type("Handler", (_PartialServer,), {"wants_key": wants_key})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        app = MonitorApp(
+            MonitoredServer(f"http://127.0.0.1:{server.server_address[1]}", "external server"), poll_interval=0.1
+        )
+        async with app.run_test(size=(140, 40)) as pilot:
+            expected = "wants an API key" if wants_key else "start llama-server with --metrics"
+            for _ in range(50):
+                if expected in str(app.query_one("#requests-title").render()):
+                    break
+                await pilot.pause(0.1)
+            assert expected in str(app.query_one("#requests-title").render())
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_monitor_without_a_running_server_says_what_to_do(la_env) -> None:

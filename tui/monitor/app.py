@@ -52,6 +52,7 @@ class MonitorApp(App[int]):
         self.poll_interval = poll_interval
         self.tracker = TrafficTracker()
         self.poller = TelemetryPoller(server.base_url, server.api_key, interval=poll_interval)
+        self._health_asked = False
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -79,6 +80,7 @@ class MonitorApp(App[int]):
         await self.poller.stop()
 
     def _on_stats(self, stats: ServerStats) -> None:
+        self._explain(stats)
         panel = self.query_one(TrafficPanel)
         panel.apply_stats(stats)
         now = time.monotonic()
@@ -86,6 +88,29 @@ class MonitorApp(App[int]):
             panel.apply_change(change, now)
             if isinstance(change, RequestsFinished):
                 self.query_one(RequestLog).add_finished(change)
+
+    def _explain(self, stats: ServerStats) -> None:
+        """Why nothing shows, when the server itself is the reason: said once, in the title."""
+        title = self.query_one("#requests-title", Static)
+        if stats.reachable and stats.metrics is None:
+            title.update("finished requests: this server gives no /metrics (start llama-server with --metrics)")
+        elif not stats.reachable and not self._health_asked:
+            self._health_asked = True
+            self.run_worker(self._why_unreachable(title), exit_on_error=False)
+        elif stats.reachable:
+            title.update("finished requests")
+
+    async def _why_unreachable(self, title: Static) -> None:
+        import httpx2
+
+        try:
+            async with httpx2.AsyncClient(timeout=5.0) as client:
+                health = await client.get(f"{self.server.base_url}/health")
+        except httpx2.HTTPError:
+            return
+        if health.status_code == 200:
+            # /health needs no key; /metrics and /props do, when the server has one.
+            title.update("finished requests: the server answers /health only; it wants an API key (server.api_key)")
 
     def _read_record(self) -> None:
         assert self.server.read_record is not None
