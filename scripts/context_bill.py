@@ -1,12 +1,13 @@
 """The context bill: for one task on one server, what each agent sends before any work is done.
 
 For localagent and each installed agent (Claude Code, Codex, opencode), the same task runs
-headless through a recording proxy in front of the profile's server (localagent.launch's
-RequestMeter, forwarding): every model request is recorded with its prompt tokens and
-llama-server's timings. The table says, per agent, the first request's prompt tokens and the
-share of one slot's context it leaves for work, then over the short session: requests, prompt
-tokens sent, tokens the server actually read (the rest came from its prompt cache) and seconds
-of prefill.
+headless, each agent in a fresh workspace of its own holding the same one file, through a
+recording proxy in front of the profile's server (localagent.launch's RequestMeter): every model
+request is recorded with its prompt tokens and llama-server's timings. The table says, per agent,
+the first request's prompt tokens (the first one sent that carries the agent's tools: its real
+turn, not a side request such as a title) and the share of one slot's context it leaves for
+work, then over the short session: requests, prompt tokens sent, tokens the server actually read
+(the rest came from its prompt cache) and seconds of prefill.
 
     python scripts/context_bill.py --profile tiny-32k --out bill.json
 
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +34,7 @@ import httpx2
 
 from localagent.context import AppContext
 from localagent.errors import LocalAgentError
-from localagent.launch.agents import AGENTS, MEASURE_PROMPT, AgentEndpoint
+from localagent.launch.agents import AGENTS, AgentEndpoint
 from localagent.launch.installed import agent_program, agent_version
 from localagent.launch.local_server import LocalServer, start_or_attach
 from localagent.launch.prompt_measure import measure_prompt
@@ -78,7 +80,8 @@ def _workspace() -> Path:
 # task would otherwise write until the context is full, and the bill is about what is sent.
 MAX_OUTPUT = 256
 # Agents whose answers can be capped that way run the whole short session; the others are
-# measured on their first request only (answered at once by the meter, as `launch` measures).
+# measured on their first request only (answered at once by the meter, as `launch` measures), on
+# the same task in the same kind of workspace.
 SESSION_AGENTS = ("localagent", "claude")
 
 
@@ -90,7 +93,7 @@ def _argv_and_env(name: str, meter: RequestMeter, server: LocalServer, task: str
     agent = AGENTS[name]
     endpoint = AgentEndpoint(meter.base_url, server.api_key, server.model, server.context_tokens)
     settings = agent.settings(endpoint)
-    task_args = [task if arg == MEASURE_PROMPT else arg for arg in agent.measure_args]
+    task_args = agent.measure_command(task)
     env = settings.environment(os.environ)
     if name == "claude":
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(MAX_OUTPUT)
@@ -99,12 +102,26 @@ def _argv_and_env(name: str, meter: RequestMeter, server: LocalServer, task: str
 
 def measure(name: str, server: LocalServer, task: str, timeout: float) -> Bill:
     version = package_version() if name == "localagent" else agent_version(AGENTS[name], agent_program(AGENTS[name]))
-    if name not in SESSION_AGENTS:
-        started = time.monotonic()
-        first = measure_prompt(AGENTS[name], agent_program(AGENTS[name]), server)
-        wall = time.monotonic() - started
-        return Bill(name, version, 1, first, server.context_tokens, first, None, None, wall, 0, "first request only")
     workspace = _workspace()
+    try:
+        if name not in SESSION_AGENTS:
+            return _first_request_only(name, version, server, task, timeout, workspace)
+        return _session(name, version, server, task, timeout, workspace)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _first_request_only(
+    name: str, version: str, server: LocalServer, task: str, timeout: float, workspace: Path
+) -> Bill:
+    agent = AGENTS[name]
+    started = time.monotonic()
+    first = measure_prompt(agent, agent_program(agent), server, timeout, cwd=workspace, prompt=task)
+    wall = time.monotonic() - started
+    return Bill(name, version, 1, first, server.context_tokens, first, None, None, wall, 0, "first request only")
+
+
+def _session(name: str, version: str, server: LocalServer, task: str, timeout: float, workspace: Path) -> Bill:
     before = _counters(server)
     with RequestMeter(server.base_url, api_key=server.api_key, mode="forward") as meter:
         argv, env = _argv_and_env(name, meter, server, task)
@@ -142,6 +159,7 @@ def _bill(
     note: str,
 ) -> Bill:
     prompts = [r.prompt_tokens for r in generations if r.prompt_tokens is not None]
+    first = _first_request(generations)
     timings = [r.timings for r in generations if r.timings]
     read = sum(int(t.get("prompt_n") or 0) for t in timings) if timings else None
     prefill = sum(float(t.get("prompt_ms") or 0.0) for t in timings) / 1000 if timings else None
@@ -149,7 +167,7 @@ def _bill(
         agent=name,
         version=version,
         requests=len(generations),
-        first_prompt_tokens=prompts[0] if prompts else None,
+        first_prompt_tokens=first.prompt_tokens if first else None,
         context_tokens=context,
         session_prompt_tokens=sum(prompts),
         session_tokens_read=read,
@@ -158,6 +176,16 @@ def _bill(
         exit_code=code,
         note=note or "; ".join(r.error for r in generations if r.error) or ("" if generations else "no model request"),
     )
+
+
+def _first_request(generations: list[MeteredRequest]) -> MeteredRequest | None:
+    """The first counted request the agent sent that carries its tools; the first one sent when
+    none does. The meter lists requests as their answers finished: a short side request (a title,
+    a quota check) sent alongside the real turn finishes first."""
+    sent = sorted((r for r in generations if r.prompt_tokens is not None), key=lambda r: r.started_at)
+    with_tools = [r for r in sent if r.has_tools]
+    chosen = with_tools or sent
+    return chosen[0] if chosen else None
 
 
 def table(bills: list[Bill]) -> str:

@@ -33,7 +33,7 @@ from server.profiles import CHATML_TOOLS_TEMPLATE
 from tests.support.llama_process import running_llama_server
 
 STAND_IN = r"""
-import json, os, re, sys, urllib.request
+import json, os, re, subprocess, sys, urllib.error, urllib.request
 
 NAME = os.path.basename(sys.argv[0])
 ARGS = sys.argv[1:]
@@ -97,23 +97,31 @@ def measure():
     if os.environ.get("STANDIN_FAIL"):
         print("Invalid API key: please run /login")
         sys.exit(3)
+    where = {{"measured": NAME, "cwd": os.getcwd(), "files": sorted(os.listdir(".")), "prompt": ARGS[-1]}}
+    if os.environ.get("STANDIN_HELPER"):  # a helper of its own, left running when it exits
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        where["helper"] = helper.pid
     url, key, body = globals()[NAME + "_request"]()
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
     request.add_header("Authorization", "Bearer " + key)
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        stream = answer.read().decode()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            stream = answer.read().decode()
+    except urllib.error.HTTPError as failed:
+        log(where | {{"status": failed.code}})
+        sys.exit(1)
     events = [json.loads(line[5:]) for line in stream.splitlines() if line.startswith("data:") and "[DONE]" not in line]
-    log({{"measured": NAME, "types": [e.get("type") for e in events], "text": "".join(text_of(e) for e in events)}})
+    log(where | {{"types": [e.get("type") for e in events], "text": "".join(text_of(e) for e in events)}})
 
 
 if ARGS == ["--version"]:
     print({{"claude": VERSION + " (Claude Code)", "codex": "codex-cli " + VERSION}}.get(NAME, VERSION))
-elif ARGS[-len(MEASURE_ARGS[NAME]):] == MEASURE_ARGS[NAME]:
-    measure()
+elif len(ARGS) >= len(MEASURE_ARGS[NAME]) and ARGS[-len(MEASURE_ARGS[NAME]) : -1] == MEASURE_ARGS[NAME][:-1]:
+    measure()  # the measuring command line, whatever its prompt
 else:
     with open(os.environ["STANDIN_REPORT"], "w") as handle:
-        json.dump({{"name": NAME, "argv": ARGS, "env": dict(os.environ)}}, handle)
+        json.dump({{"name": NAME, "argv": ARGS, "env": dict(os.environ), "cwd": os.getcwd()}}, handle)
     sys.exit(int(os.environ.get("STANDIN_EXIT", "0")))
 """
 
@@ -152,6 +160,8 @@ class CountingServer:
     def __init__(self) -> None:
         seen: list[tuple[str, str | None]] = []
         self.seen = seen
+        self.count_status = 200  # 404: a server without llama-server's count routes
+        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
@@ -161,7 +171,8 @@ class CountingServer:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 seen.append((self.path, self.headers.get("Authorization")))
                 answer = json.dumps({"input_tokens": len(body.split())}).encode()
-                self.send_response(200 if self.path.endswith(("/count_tokens", "/input_tokens")) else 404)
+                counts = self.path.endswith(("/count_tokens", "/input_tokens"))
+                self.send_response(owner.count_status if counts else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -365,6 +376,282 @@ def test_room_for_work_is_part_of_the_check() -> None:
 
     assert PromptFit("claude", "2.1", 8192 - ROOM_FOR_WORK, 8192).fits
     assert not PromptFit("claude", "2.1", 8192 - ROOM_FOR_WORK + 1, 8192).fits
+
+
+# -- the measuring run's place and its leftovers -------------------------------------------------
+
+
+def test_the_prompt_is_measured_in_an_empty_folder_of_its_own_not_the_persons_project(
+    stand_ins, counting_server, monkeypatch, capsys
+) -> None:
+    project = stand_ins / "project"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("word " * 5000)  # the project's own instructions: not the agent's prompt
+    (project / ".mcp.json").write_text("{}")
+    monkeypatch.chdir(project)
+    code, said = launch(capsys, "claude", "tiny", "--", "hello")
+    assert code == 0, said
+    [run] = measured_runs(stand_ins)
+    assert run["files"] == [] and Path(run["cwd"]) != project and not Path(run["cwd"]).exists()  # removed after
+    assert run["prompt"] == "Say hello."
+    assert report(stand_ins)["cwd"] == str(project)  # the agent itself works in the project
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_helpers_of_an_agent_that_ended_by_itself_are_stopped_with_it(
+    stand_ins, counting_server, monkeypatch, capsys
+) -> None:
+    import signal
+    import time
+
+    monkeypatch.setenv("STANDIN_HELPER", "1")
+    code, said = launch(capsys, "claude", "tiny")
+    [run] = measured_runs(stand_ins)
+    try:
+        assert code == 0, said
+        deadline = time.monotonic() + 5
+        while _alive(run["helper"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(run["helper"])
+    finally:
+        if _alive(run["helper"]):
+            os.kill(run["helper"], signal.SIGKILL)
+
+
+# -- servers without llama-server's count routes ------------------------------------------------
+
+
+def test_a_vllm_profile_skips_the_check_with_a_note_and_runs_the_agent(stand_ins, counting_server, capsys) -> None:
+    code, said = launch(capsys, "claude", "gemma4-31b-vllm", "--", "hello")
+    assert code == 0, said
+    notes = [line for line in said.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "vLLM" in notes[0] and "not checked" in notes[0]
+    assert measured_runs(stand_ins) == [] and counting_server.seen == []
+    assert report(stand_ins)["argv"][-1] == "hello"
+
+
+def test_a_server_whose_count_route_answers_404_skips_the_check_with_a_note_and_runs_the_agent(
+    stand_ins, counting_server, capsys
+) -> None:
+    counting_server.count_status = 404
+    code, said = launch(capsys, "claude", "tiny", "--", "hello")
+    assert code == 0, said
+    notes = [line for line in said.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "/v1/messages/count_tokens" in notes[0] and "404" in notes[0], said
+    assert "not checked" in notes[0]
+    assert report(stand_ins)["argv"][-1] == "hello"
+    assert not (stand_ins / "home" / "state" / CACHE_FILE).exists()  # nothing measured, nothing kept
+
+
+# -- the meter's own answers ---------------------------------------------------------------------
+
+
+def raw_exchange(base_url: str, request: bytes) -> bytes:
+    """Send ``request`` as it is and read the answer until the meter closes the connection."""
+    import socket
+
+    host, port = base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        received = []
+        while data := connection.recv(65536):
+            received.append(data)
+    return b"".join(received)
+
+
+def one_error(answer: bytes, status: int) -> str:
+    """The message of the meter's only answer, which must be a one-line JSON error with ``status``."""
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer
+    body = answer.split(b"\r\n\r\n", 1)[1]
+    assert b"\n" not in body
+    return json.loads(body)["error"]["message"]
+
+
+def test_an_answer_the_server_cuts_short_is_one_502_not_a_200_then_a_502(capfd) -> None:
+    import socketserver
+
+    class CutShort(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            self.wfile.write(head + b'{"data": [')  # and the connection closes
+
+    upstream = socketserver.ThreadingTCPServer(("127.0.0.1", 0), CutShort)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with RequestMeter(f"http://127.0.0.1:{upstream.server_address[1]}", mode="forward") as meter:
+            answer = raw_exchange(meter.base_url, b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            [recorded] = meter.requests()
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+    assert "broke off" in one_error(answer, 502)
+    assert recorded.status == 502 and recorded.error
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_malformed_requests_are_answered_400_in_one_line_never_a_traceback(capfd) -> None:
+    counting = CountingServer()
+    try:
+        with RequestMeter(counting.url, mode="answer") as meter:
+            bad_length = raw_exchange(
+                meter.base_url,
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+            )
+            bad_chunk = raw_exchange(
+                meter.base_url,
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+            )
+            body = json.dumps({"model": "m", "stream": True, "stream_options": True, "messages": []}).encode()
+            bad_options = raw_exchange(
+                meter.base_url,
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(body), body),
+            )
+            recorded = meter.requests()
+    finally:
+        counting.close()
+    assert "Content-Length" in one_error(bad_length, 400)
+    assert "chunk" in one_error(bad_chunk, 400)
+    assert "stream_options" in one_error(bad_options, 400)
+    assert [r.status for r in recorded] == [400, 400, 400] and all(r.error for r in recorded)
+    assert counting.seen == []  # a malformed request is not counted
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_head_options_and_patch_are_forwarded(capfd) -> None:
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _echo(self) -> None:
+            body = json.dumps({"method": self.command, "path": self.path}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Method", self.command)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_HEAD = do_OPTIONS = do_PATCH = _echo
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with RequestMeter(f"http://127.0.0.1:{upstream.server_address[1]}", mode="forward") as meter:
+            with httpx2.Client(timeout=10) as client:
+                head = client.head(f"{meter.base_url}/health")
+                options = client.options(f"{meter.base_url}/v1/models")
+                patch = client.patch(f"{meter.base_url}/v1/thing", json={"a": 1})
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+    assert head.status_code == 200 and head.headers["x-method"] == "HEAD" and head.content == b""
+    assert options.status_code == 200 and options.json() == {"method": "OPTIONS", "path": "/v1/models"}
+    assert patch.status_code == 200 and patch.json() == {"method": "PATCH", "path": "/v1/thing"}
+    assert "Traceback" not in capfd.readouterr().err
+
+
+# -- one rule for a profile's context per slot ---------------------------------------------------
+
+
+def test_a_profiles_context_per_slot_follows_the_memory_plans_rule() -> None:
+    from server.memory_plan import cache_settings
+    from server.profile_loading import load_profiles
+
+    profiles = load_profiles(
+        {
+            "split": {"extends": "tiny", "ctx_size": 32768, "parallel": None, "kv_unified": False},  # -np auto: 4 slots
+            "auto": {"extends": "tiny", "ctx_size": 32768, "parallel": None},  # -np auto unifies the cache
+            "two": {"extends": "tiny", "ctx_size": 32768, "parallel": 2},
+            "unified": {"extends": "tiny", "ctx_size": 32768, "parallel": 2, "kv_unified": True},
+        },
+        origin="test",
+    )
+    assert local_server.slot_context(profiles["split"]) == 8192
+    assert local_server.slot_context(profiles["two"]) == 16384
+    assert local_server.slot_context(profiles["unified"]) == 32768
+    assert local_server.slot_context(profiles["auto"]) == 32768
+    assert local_server.slot_context(profiles["tiny"]) == 8192
+    for name in ("split", "auto", "two", "unified", "tiny"):
+        cache = cache_settings(profiles[name])
+        assert local_server.slot_context(profiles[name]) == (
+            cache.n_ctx if cache.unified else cache.n_ctx // cache.n_seq
+        )
+    assert local_server.slot_context(profiles["gemma4-31b-vllm"]) == 32768  # vLLM: one request may fill it
+
+
+# -- the context bill ----------------------------------------------------------------------------
+
+
+def _context_bill():
+    import importlib.util
+
+    path = Path(__file__).parent.parent / "scripts" / "context_bill.py"
+    spec = importlib.util.spec_from_file_location("context_bill", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bills_first_request_is_the_first_sent_that_carries_tools() -> None:
+    from localagent.launch.request_meter import MeteredRequest
+
+    bill = _context_bill()
+
+    def request(started: float, tools: bool, tokens: int) -> MeteredRequest:
+        return MeteredRequest("POST", "/v1/messages", "anthropic", 200, True, tools, tokens, None, started, 1.0)
+
+    # In the order the answers finished: a short side request (a title) ends before the real turn.
+    finished = [request(2.0, False, 50), request(1.0, True, 18_000), request(3.0, True, 18_500)]
+    assert bill._bill("claude", "2.1", finished, 32768, 1.0, 0, "").first_prompt_tokens == 18_000
+    side_first = [request(1.0, False, 40), request(2.0, True, 17_000)]
+    assert bill._bill("claude", "2.1", side_first, 32768, 1.0, 0, "").first_prompt_tokens == 17_000
+    no_tools = [request(2.0, False, 70), request(1.0, False, 60)]
+    assert bill._bill("localagent", "1", no_tools, 32768, 1.0, 0, "").first_prompt_tokens == 60
+
+
+@pytest.mark.parametrize("name", ["codex", "opencode"])
+def test_the_bill_measures_every_agent_on_the_task_in_a_fresh_workspace(
+    name, stand_ins, counting_server, monkeypatch
+) -> None:
+    bill = _context_bill()
+    server = LocalServer("tiny", counting_server.url, "sekret", "tiny-model", 8192, "tiny")
+    monkeypatch.chdir(stand_ins)
+    got = bill.measure(name, server, "Read calc.py and fix it.", 60.0)
+    [run] = measured_runs(stand_ins)
+    assert run["prompt"] == "Read calc.py and fix it."
+    assert "calc.py" in run["files"] and Path(run["cwd"]) != stand_ins
+    assert got.first_prompt_tokens and got.first_prompt_tokens > 0
+
+
+def test_measure_prompt_takes_a_folder_and_a_prompt(stand_ins, counting_server) -> None:
+    from localagent.launch.prompt_measure import measure_prompt
+    from tools.program_path import which_absolute
+
+    workspace = stand_ins / "workspace"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    server = LocalServer("tiny", counting_server.url, "sekret", "tiny-model", 8192, "tiny")
+    program = which_absolute("claude")
+    assert program
+    tokens = measure_prompt(AGENTS["claude"], program, server, cwd=workspace, prompt="Add a docstring.")
+    [run] = measured_runs(stand_ins)
+    assert run["cwd"] == str(workspace) and run["files"] == ["calc.py"] and run["prompt"] == "Add a docstring."
+    assert tokens > 200
+    assert workspace.exists()  # a folder the caller gave stays
 
 
 # -- the real llama-server ---------------------------------------------------------------------

@@ -65,6 +65,10 @@ class Agent:
     # After the executable and the settings' arguments: one headless turn on MEASURE_PROMPT.
     measure_args: tuple[str, ...]
 
+    def measure_command(self, prompt: str = MEASURE_PROMPT) -> list[str]:
+        """``measure_args`` with ``prompt`` as the turn's prompt."""
+        return [prompt if arg == MEASURE_PROMPT else arg for arg in self.measure_args]
+
 
 def claude_settings(endpoint: AgentEndpoint) -> AgentSettings:
     # Setting names from Claude Code's documented environment variables (code.claude.com/docs/en/env-vars).

@@ -5,6 +5,9 @@ The profile's server is started or attached to (as ``localagent server start`` d
 own prompt is measured once per agent version and model and compared with the server's context
 (``--no-check`` skips that); then the agent runs on this terminal with ARGS, pointed at the server
 with its telemetry and updates off, and its exit code is localagent's.
+
+The measurement counts with llama-server's token-count routes: on a vLLM or SGLang profile, or a
+server that answers those routes 404, the check is skipped with a note and the agent runs.
 """
 
 from __future__ import annotations
@@ -106,9 +109,19 @@ def _check_context(agent: Agent, program: str, server: LocalServer, ctx: AppCont
     from localagent.launch.context_check import PromptFit, require_fit
     from localagent.launch.installed import agent_version
     from localagent.launch.prompt_cache import PromptKey, default_prompt_cache
-    from localagent.launch.prompt_measure import measure_prompt
+    from localagent.launch.prompt_measure import CountRouteMissing, measure_prompt
+    from server.engines import launched_engine
 
     name = agent.name
+    # The engine of the server's own profile when it was attached to another one's.
+    profile = ctx.profiles.get(server.serving_profile) or ctx.profiles.get(server.profile)
+    engine = launched_engine(profile) if profile is not None else None
+    if engine is not None:
+        err.print(
+            f"note: {engine.display_name} has no token-count route like llama-server's; {name}'s prompt is not checked",
+            markup=False,
+        )
+        return
     if server.context_tokens is None:
         err.print(f"note: the server does not say its context size; {name}'s prompt is not checked", markup=False)
         return
@@ -118,7 +131,11 @@ def _check_context(agent: Agent, program: str, server: LocalServer, ctx: AppCont
     tokens = None if remeasure else cache.get(key)
     if tokens is None:
         err.print(f"measuring {name} {version}'s own prompt (once per version)…", markup=False)
-        tokens = measure_prompt(agent, program, server)
+        try:
+            tokens = measure_prompt(agent, program, server)
+        except CountRouteMissing as exc:
+            err.print(f"note: {exc}; {name}'s prompt is not checked", markup=False)
+            return
         cache.put(key, tokens)
     fit = PromptFit(name, version, tokens, server.context_tokens)
     require_fit(fit, server.profile, server.serving_profile, ctx.profiles)

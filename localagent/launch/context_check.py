@@ -10,7 +10,9 @@ from localagent.errors import LocalAgentError
 from localagent.launch.local_server import slot_context
 from server.profiles import Profile
 
-# What a turn needs beyond the agent's own prompt: the request, a file or two, the answer.
+# What a turn needs beyond the agent's own prompt: the request, a file or two, the answer, and
+# what the project adds (its CLAUDE.md or AGENTS.md, its tree): the prompt is measured outside any
+# project (prompt_measure), so that one figure holds for every project.
 ROOM_FOR_WORK = 4096
 
 

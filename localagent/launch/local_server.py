@@ -39,6 +39,9 @@ async def start_or_attach(ctx: AppContext, given_profile: str | None) -> LocalSe
     api_key = manager.api_key or (record.api_key if record else None)
     profile = ctx.profiles.get(name)
     model = await request_model(None, profile.model_id if profile else None, handle.api_base, api_key)
+    # What the server says one slot holds (llama-server's /props reports its slot's n_ctx, after
+    # the split between slots, --kv-unified-per-slot and the model's training context; vLLM its
+    # max_model_len), else what it said when it started; the profile's settings only when neither does.
     context = await fetch_n_ctx(handle.base_url, api_key)
     if context is None:
         context = (record.n_ctx if record else None) or (slot_context(profile) if profile else None)
@@ -55,10 +58,17 @@ async def start_or_attach(ctx: AppContext, given_profile: str | None) -> LocalSe
 
 
 def slot_context(profile: Profile) -> int | None:
-    """The context one conversation gets from a profile, from its settings alone: llama-server
-    splits its context between the slots unless the KV cache is unified."""
+    """The context one conversation gets from a profile, from its settings alone (for a profile
+    whose server is not running): llama-server splits its context between the slots unless the KV
+    cache is unified, by the rule the memory plan sizes that cache with (``cache_settings``: how
+    many slots, unified or not, ``-np auto`` included); vLLM and SGLang give one request the
+    whole context."""
+    from server.engines import launched_engine
+    from server.memory_plan import cache_settings
+
     if not profile.ctx_size:
         return None
-    if profile.engine != "llama.cpp" or profile.kv_unified:
+    if launched_engine(profile) is not None:
         return profile.ctx_size
-    return profile.ctx_size // (profile.parallel or 1)
+    cache = cache_settings(profile)
+    return cache.n_ctx if cache.unified else cache.n_ctx // cache.n_seq

@@ -22,8 +22,18 @@ class Reply:
     body: bytes
 
 
+def request_problem(protocol: WireProtocol, request: dict[str, Any]) -> str | None:
+    """What in ``request`` keeps it from being answered, in one line (the meter answers it 400);
+    None when nothing does. Only what ``minimal_reply`` reads is checked: the server checks the rest."""
+    options = request.get("stream_options")
+    if protocol == "chat" and options is not None and not isinstance(options, dict):
+        return f"stream_options must be an object, not {type(options).__name__}"
+    return None
+
+
 def minimal_reply(protocol: WireProtocol, request: dict[str, Any], prompt_tokens: int) -> Reply:
-    """The answer to ``request`` saying ``REPLY_TEXT``, with ``prompt_tokens`` as its usage."""
+    """The answer to ``request`` saying ``REPLY_TEXT``, with ``prompt_tokens`` as its usage
+    (``request_problem`` found nothing in it)."""
     model = str(request.get("model") or "local")
     stream = request.get("stream") is True
     if protocol == "anthropic":
@@ -34,7 +44,8 @@ def minimal_reply(protocol: WireProtocol, request: dict[str, Any], prompt_tokens
         events = _responses_events(model, prompt_tokens)
         return _sse(events) if stream else _json(events[-1][1]["response"])
     if stream:
-        wants_usage = (request.get("stream_options") or {}).get("include_usage") is True
+        options = request.get("stream_options")
+        wants_usage = isinstance(options, dict) and options.get("include_usage") is True
         return _chat_stream(model, prompt_tokens, wants_usage)
     return _json(_chat_completion(model, prompt_tokens))
 

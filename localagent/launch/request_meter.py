@@ -11,8 +11,13 @@ Two modes:
   answer streams back as it comes, and each generation request is recorded with its prompt tokens
   (the answer's usage) and llama-server's timings.
 
-Anything else (a model list, the agent's own token counts) is forwarded in both modes, and
-recorded with no protocol. The agent may send any key: the meter sends the server's own.
+Anything else (a model list, the agent's own token counts, any method) is forwarded in both modes,
+and recorded with no protocol. The agent may send any key: the meter sends the server's own.
+
+The meter writes nothing on the person's terminal: a malformed request (a bad Content-Length or
+chunk size, a field of the wrong type) is answered 400, a fault of the meter's own 500, each with
+a one-line JSON error, and once an answer's status line has gone out no second one follows (an
+answer that breaks off after it is cut short, its connection closed).
 
     with RequestMeter("http://127.0.0.1:8910", api_key=key, mode="forward") as meter:
         ...  # point the agent at meter.base_url and run it
@@ -23,6 +28,7 @@ recorded with no protocol. The agent may send any key: the meter sends the serve
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +38,7 @@ from typing import Any, Literal
 
 import httpx2
 
-from localagent.launch.minimal_replies import minimal_reply
+from localagent.launch.minimal_replies import minimal_reply, request_problem
 from localagent.launch.usage_reading import AnswerFacts, EventStreamReader, read_whole_answer
 from localagent.launch.wire_protocols import COUNT_PATHS, WireProtocol, generation_protocol
 from server.http import auth_headers, server_root
@@ -63,6 +69,8 @@ _NOT_FORWARDED = frozenset(
         "x-api-key",
     }
 )
+_DIGITS = re.compile(rb"[0-9]+")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,9 @@ class RequestMeter:
         self._client = httpx2.Client(timeout=_FORWARD_TIMEOUT)
         self._server = _MeterServer(self)
         self._thread: threading.Thread | None = None
+        # The count route that answered 404 (a server that is not llama-server, or one too old):
+        # nothing can be measured through it.
+        self.missing_count_route: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -186,6 +197,9 @@ class RequestMeter:
             answer = self._client.post(url, content=body, headers=headers, timeout=COUNT_TIMEOUT_S)
         except httpx2.HTTPError as exc:
             raise _MeterFailure(f"could not reach the server at {self.upstream}: {exc}") from None
+        if answer.status_code == 404:
+            self.missing_count_route = COUNT_PATHS[protocol]
+            raise _MeterFailure(f"the server has no {COUNT_PATHS[protocol]} route (it answered 404)")
         try:
             tokens = answer.json()["input_tokens"] if answer.status_code == 200 else None
         except (ValueError, KeyError, TypeError):
@@ -200,6 +214,10 @@ class _MeterFailure(Exception):
     """What the meter could not do, in one line for the record and the agent."""
 
 
+class _BadRequest(Exception):
+    """What makes a request unreadable, in one line: it is answered 400."""
+
+
 class _MeterServer(ThreadingHTTPServer):
     """The listening socket on a free loopback port, one thread per connection."""
 
@@ -208,6 +226,12 @@ class _MeterServer(ThreadingHTTPServer):
     def __init__(self, meter: RequestMeter) -> None:
         super().__init__(("127.0.0.1", 0), _MeterHandler)
         self.meter = meter
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver prints a traceback here, on the terminal the agent runs in. The handler
+        # answers its own failures; whatever still gets here (a connection that broke while a
+        # failure was being answered) only ends that connection.
+        pass
 
 
 class _MeterHandler(BaseHTTPRequestHandler):
@@ -234,18 +258,33 @@ class _MeterHandler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._handle()
 
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_HEAD(self) -> None:
+        self._handle()
+
+    def do_OPTIONS(self) -> None:
+        self._handle()
+
     def _handle(self) -> None:
         # One handler serves every request of a kept-alive connection.
-        self._headers_sent = False
+        self._response_started = False
         arrival = _Arrival(
             method=self.command,
             path=self.path,
-            body=self._read_body(),
+            body=b"",
             protocol=generation_protocol(self.command, self.path),
             started_at=time.time(),
             started=time.monotonic(),
         )
         try:
+            try:
+                arrival.body = self._read_body()
+            except _BadRequest as exc:
+                self.close_connection = True  # where this request ends, and the next begins, is unknown
+                self._fail(arrival, 400, str(exc))
+                return
             if arrival.protocol is not None and self.meter.mode == "answer":
                 self._answer(arrival, arrival.protocol)
             else:
@@ -253,6 +292,9 @@ class _MeterHandler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             self._finish(arrival, 499, error="the agent closed the connection before the answer ended")
+        except Exception as exc:  # noqa: BLE001 - a fault of the meter's: one line to the agent, no traceback
+            self.close_connection = True
+            self._fail(arrival, 500, f"the meter failed: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300])
 
     def _finish(
         self, arrival: _Arrival, status: int, facts: AnswerFacts | None = None, error: str | None = None
@@ -264,20 +306,34 @@ class _MeterHandler(BaseHTTPRequestHandler):
             self.meter._record(arrival.record(status, facts, error))
 
     def _read_body(self) -> bytes:
+        """The request's body; raises _BadRequest when its framing cannot be read."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             return self._read_chunked()
-        length = int(self.headers.get("Content-Length") or 0)
+        given = self.headers.get("Content-Length")
+        if given is None:
+            return b""
+        if not _DIGITS.fullmatch(given.strip().encode(errors="replace")):
+            raise _BadRequest(f"the request's Content-Length is not a number: {given[:40]!r}")
+        length = int(given)
         return self.rfile.read(length) if length > 0 else b""
 
     def _read_chunked(self) -> bytes:
         body = bytearray()
         while True:
-            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            line = self.rfile.readline()
+            size_field = line.split(b";", 1)[0].strip()
+            if not _HEX_DIGITS.fullmatch(size_field):
+                said = line.decode(errors="replace").strip()[:40]
+                raise _BadRequest(f"the request's chunked body has a bad chunk size: {said!r}")
+            size = int(size_field, 16)
             if size == 0:
                 while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                     pass  # trailers
                 return bytes(body)
-            body += self.rfile.read(size)
+            chunk = self.rfile.read(size)
+            if len(chunk) < size:
+                raise _BadRequest("the request's chunked body ended inside a chunk")
+            body += chunk
             self.rfile.readline()  # the CRLF after each chunk
 
     def _answer(self, arrival: _Arrival, protocol: WireProtocol) -> None:
@@ -285,6 +341,10 @@ class _MeterHandler(BaseHTTPRequestHandler):
         request = arrival.json_body()
         if request is None:
             self._fail(arrival, 400, "the request body is not a JSON object")
+            return
+        problem = request_problem(protocol, request)
+        if problem is not None:
+            self._fail(arrival, 400, problem)
             return
         try:
             tokens = self.meter.count_prompt(protocol, arrival.body)
@@ -304,30 +364,36 @@ class _MeterHandler(BaseHTTPRequestHandler):
             with meter._client.stream(arrival.method, url, content=arrival.body, headers=headers) as answer:
                 self._relay(arrival, answer)
         except httpx2.HTTPError as exc:
-            message = f"could not reach the server at {meter.upstream}: {exc}"
-            if self._headers_sent:
-                self._finish(arrival, 502, error=message)
-                self.close_connection = True  # the answer was cut short: its length is unknown
+            if self._response_started:
+                self._fail(arrival, 502, f"the server's answer broke off: {exc}")
             else:
-                self._fail(arrival, 502, message)
+                self._fail(arrival, 502, f"could not reach the server at {meter.upstream}: {exc}")
 
     def _relay(self, arrival: _Arrival, answer: httpx2.Response) -> None:
         error = None if answer.status_code < 400 else f"the server answered {answer.status_code}"
-        self.send_response(answer.status_code)
+        streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
+        body = b""
+        if not streamed:
+            # Read whole before the status line goes out: a read that fails is still answered (502).
+            try:
+                body = answer.read()
+            except httpx2.HTTPError as exc:
+                self._fail(arrival, 502, f"the server's answer broke off: {exc}")
+                return
+        self._start_response(answer.status_code)
         for name, value in answer.headers.items():
             if name.lower() not in _NOT_FORWARDED:
                 self.send_header(name, value)
-        if not answer.headers.get("content-type", "").startswith("text/event-stream"):
-            body = answer.read()
-            self.send_header("Content-Length", str(len(body)))
+        if not streamed:
+            # A HEAD answer has no body, and says the length a GET's would have.
+            length = answer.headers.get("content-length", "0") if self.command == "HEAD" else str(len(body))
+            self.send_header("Content-Length", length)
             self.end_headers()
-            self._headers_sent = True
             self._finish(arrival, answer.status_code, read_whole_answer(body) if arrival.protocol else None, error)
             self.wfile.write(body)
             return
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self._headers_sent = True
         facts = AnswerFacts()
         reader = EventStreamReader(facts)
         for chunk in answer.iter_bytes():
@@ -340,16 +406,26 @@ class _MeterHandler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
     def _fail(self, arrival: _Arrival, status: int, message: str) -> None:
+        """Record the failure and answer it; once an answer has begun, only cut it short."""
         self._finish(arrival, status, error=message)
+        if self._response_started:
+            self.close_connection = True  # the answer's end is unknown to the agent: no second one
+            return
         self._send_whole(status, "application/json", _error_body(message))
 
-    def _send_whole(self, status: int, content_type: str, body: bytes) -> None:
+    def _start_response(self, status: int) -> None:
+        """The status line, from which on this request's answer has begun (its headers are
+        buffered until end_headers: a second status line would land in the same head)."""
+        self._response_started = True
         self.send_response(status)
+
+    def _send_whole(self, status: int, content_type: str, body: bytes) -> None:
+        self._start_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self._headers_sent = True
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
 
 def _error_body(message: str) -> bytes:
