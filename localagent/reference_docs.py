@@ -87,8 +87,9 @@ def cli_reference() -> str:
 
 
 def _plain_help(parser: argparse.ArgumentParser) -> str:
-    """The help as Python 3.11 writes it, on any Python: 3.13 writes `--jobs, -j JOBS` for
-    `--jobs JOBS, -j JOBS`, and 3.14 may colour it. The page must not depend on who made it."""
+    """The help as Python 3.11 writes it, on any Python, with the usage on one line: 3.13 writes
+    `--jobs, -j JOBS` for `--jobs JOBS, -j JOBS` and wraps usage elsewhere, and 3.14 may colour
+    it. The page must not depend on who made it."""
     original: Any = parser.formatter_class  # a class, typed by typeshed as a protocol
     pinned: Any = type(f"Pinned{original.__name__}", (_PinnedInvocation, original), {})
     parser.formatter_class = pinned
@@ -104,6 +105,15 @@ def _plain_help(parser: argparse.ArgumentParser) -> str:
 
 
 class _PinnedInvocation(argparse.HelpFormatter):
+    def _format_usage(self, *args: Any, **kwargs: Any) -> str:
+        # Python 3.13 wraps a usage line with a group in it at other places than 3.11: on one
+        # line, there is nothing to wrap.
+        width, self._width = self._width, 100_000
+        try:
+            return super()._format_usage(*args, **kwargs)
+        finally:
+            self._width = width
+
     def _format_action_invocation(self, action: argparse.Action) -> str:
         if not action.option_strings:
             (metavar,) = self._metavar_formatter(action, self._get_default_metavar_for_positional(action))(1)
