@@ -23,9 +23,9 @@ class RequestProgress:
     """A running request: reading its prompt (``decoded`` 0) or generating."""
 
     slot: int
-    prompt_tokens: int  # the whole prompt, cached part included
+    prompt_tokens: int  # in the slot so far: the whole prompt once read (cached part included)
     cached_tokens: int
-    processed_tokens: int  # read so far (llama-server says so once the prompt is read)
+    processed_tokens: int  # read so far, batch by batch
     decoded: int
     tokens_per_second: float | None  # generation, between the last two polls
     context_used: int

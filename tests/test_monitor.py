@@ -86,6 +86,24 @@ def test_a_server_busy_by_its_counters_alone_is_not_idle() -> None:
     assert isinstance(finished, RequestsFinished) and finished.generated_tokens == 50 and finished.requests == 1
 
 
+async def test_while_a_prompt_is_read_the_panel_says_how_much_so_far_and_no_total() -> None:
+    from textual.app import App
+
+    from tui.monitor.traffic_panel import TrafficPanel
+
+    class Host(App[None]):
+        def compose(self):
+            yield TrafficPanel(id="panel")
+
+    async with Host().run_test() as pilot:
+        panel = pilot.app.query_one(TrafficPanel)
+        panel.apply_change(RequestStarted(0), now=0.0)
+        reading = RequestProgress(0, 10_249, 0, 8_192, 0, None, 10_249, 32_768)
+        panel.apply_change(reading, now=1.0)
+        text = panel._prompt_text().plain
+        assert "reading the prompt: 8,192 so far" in text and "10,249" not in text
+
+
 def test_odd_numbers_in_slots_read_as_zero() -> None:
     slot = SlotView.from_json({"id": 0, "n_prompt_tokens": float("nan"), "next_token": [{"n_decoded": 1e400}]})
     assert (slot.n_prompt_tokens, slot.n_decoded) == (0, 0)

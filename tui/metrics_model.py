@@ -37,6 +37,9 @@ class LiveMetrics:
     waiting_since: float | None = None
     # (processed, total) prompt tokens while the server reads the prompt, when it says so.
     prompt_progress: tuple[int, int] | None = None
+    # Prompt tokens read so far where the whole prompt's length is not known (a client that is not
+    # ours, seen through /slots).
+    prompt_read_so_far: int | None = None
     # From /props, /slots and /metrics.
     speculative: bool | None = None
     mean_accepted_length: float | None = None
@@ -77,6 +80,7 @@ class LiveMetrics:
     def request_started(self, now: float) -> None:
         self.waiting_since = now
         self.prompt_progress = None
+        self.prompt_read_so_far = None
 
     def reading(self, processed: int, total: int, now: float) -> None:
         if self.waiting_since is None:

@@ -36,8 +36,10 @@ class TrafficPanel(MetricsPanel):
 
     def _progress(self, change: RequestProgress, now: float) -> None:
         if change.decoded == 0:
-            if change.processed_tokens:
-                self.reading(change.processed_tokens, change.prompt_tokens, now)
+            # /slots says how much of the prompt is read, not how long it is: the slot's token
+            # count grows batch by batch while it reads.
+            self.model.prompt_read_so_far = change.processed_tokens or None
+            self._dirty = True
             return
         self._rate = change.tokens_per_second or self._rate
         read = max(change.prompt_tokens - change.cached_tokens, 0)

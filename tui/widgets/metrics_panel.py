@@ -225,6 +225,11 @@ class MetricsPanel(VerticalScroll, can_focus=False):
                     f"({processed / total:.0%}) {elapsed:.1f} s\n",
                     style="yellow",
                 )
+            elif m.prompt_read_so_far:
+                text.append(
+                    f"reading the prompt: {formatting.count(m.prompt_read_so_far)} so far, {elapsed:.1f} s\n",
+                    style="yellow",
+                )
             else:
                 text.append(f"reading the prompt… {elapsed:.1f} s\n", style="yellow")
         text.append(f"{formatting.rate(m.prompt_tps)} tok/s", style="bold")
