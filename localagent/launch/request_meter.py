@@ -28,17 +28,17 @@ answer that breaks off after it is cut short, its connection closed).
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import httpx2
 
+from localagent.launch.metered_request import Arrival, MeteredRequest
 from localagent.launch.minimal_replies import minimal_reply, request_problem
+from localagent.launch.request_body import BadRequest, read_body
 from localagent.launch.usage_reading import AnswerFacts, EventStreamReader, read_whole_answer
 from localagent.launch.wire_protocols import COUNT_PATHS, WireProtocol, generation_protocol
 from server.http import auth_headers, server_root
@@ -69,61 +69,6 @@ _NOT_FORWARDED = frozenset(
         "x-api-key",
     }
 )
-_DIGITS = re.compile(rb"[0-9]+")
-_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
-
-
-@dataclass(frozen=True)
-class MeteredRequest:
-    """One request the agent made, as the meter saw it."""
-
-    method: str
-    path: str
-    protocol: WireProtocol | None  # None: not a generation request
-    status: int  # what the agent was answered
-    stream: bool
-    has_tools: bool
-    prompt_tokens: int | None
-    timings: dict[str, Any] | None
-    started_at: float  # time.time() when the request arrived
-    seconds: float  # until the answer's last byte
-    error: str | None = None  # one line: what went wrong, when something did
-
-
-@dataclass
-class _Arrival:
-    """A request as it came in, before its answer."""
-
-    method: str
-    path: str
-    body: bytes
-    protocol: WireProtocol | None
-    started_at: float
-    started: float  # time.monotonic()
-    recorded: bool = False
-
-    def json_body(self) -> dict[str, Any] | None:
-        try:
-            parsed = json.loads(self.body)
-        except (ValueError, RecursionError):
-            return None
-        return parsed if isinstance(parsed, dict) else None
-
-    def record(self, status: int, facts: AnswerFacts | None = None, error: str | None = None) -> MeteredRequest:
-        request = self.json_body() or {}
-        return MeteredRequest(
-            method=self.method,
-            path=self.path,
-            protocol=self.protocol,
-            status=status,
-            stream=request.get("stream") is True,
-            has_tools=bool(request.get("tools")),
-            prompt_tokens=facts.prompt_tokens if facts else None,
-            timings=facts.timings if facts else None,
-            started_at=self.started_at,
-            seconds=time.monotonic() - self.started,
-            error=error,
-        )
 
 
 class RequestMeter:
@@ -214,10 +159,6 @@ class _MeterFailure(Exception):
     """What the meter could not do, in one line for the record and the agent."""
 
 
-class _BadRequest(Exception):
-    """What makes a request unreadable, in one line: it is answered 400."""
-
-
 class _MeterServer(ThreadingHTTPServer):
     """The listening socket on a free loopback port, one thread per connection."""
 
@@ -270,7 +211,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         # One handler serves every request of a kept-alive connection.
         self._response_started = False
-        arrival = _Arrival(
+        arrival = Arrival(
             method=self.command,
             path=self.path,
             body=b"",
@@ -280,8 +221,8 @@ class _MeterHandler(BaseHTTPRequestHandler):
         )
         try:
             try:
-                arrival.body = self._read_body()
-            except _BadRequest as exc:
+                arrival.body = read_body(self.headers, self.rfile)
+            except BadRequest as exc:
                 self.close_connection = True  # where this request ends, and the next begins, is unknown
                 self._fail(arrival, 400, str(exc))
                 return
@@ -297,7 +238,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
             self._fail(arrival, 500, f"the meter failed: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300])
 
     def _finish(
-        self, arrival: _Arrival, status: int, facts: AnswerFacts | None = None, error: str | None = None
+        self, arrival: Arrival, status: int, facts: AnswerFacts | None = None, error: str | None = None
     ) -> None:
         """Record the request once, before its answer's last bytes go out: an agent that has read
         its answer finds the request already recorded."""
@@ -305,38 +246,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
             arrival.recorded = True
             self.meter._record(arrival.record(status, facts, error))
 
-    def _read_body(self) -> bytes:
-        """The request's body; raises _BadRequest when its framing cannot be read."""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            return self._read_chunked()
-        given = self.headers.get("Content-Length")
-        if given is None:
-            return b""
-        if not _DIGITS.fullmatch(given.strip().encode(errors="replace")):
-            raise _BadRequest(f"the request's Content-Length is not a number: {given[:40]!r}")
-        length = int(given)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _read_chunked(self) -> bytes:
-        body = bytearray()
-        while True:
-            line = self.rfile.readline()
-            size_field = line.split(b";", 1)[0].strip()
-            if not _HEX_DIGITS.fullmatch(size_field):
-                said = line.decode(errors="replace").strip()[:40]
-                raise _BadRequest(f"the request's chunked body has a bad chunk size: {said!r}")
-            size = int(size_field, 16)
-            if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return bytes(body)
-            chunk = self.rfile.read(size)
-            if len(chunk) < size:
-                raise _BadRequest("the request's chunked body ended inside a chunk")
-            body += chunk
-            self.rfile.readline()  # the CRLF after each chunk
-
-    def _answer(self, arrival: _Arrival, protocol: WireProtocol) -> None:
+    def _answer(self, arrival: Arrival, protocol: WireProtocol) -> None:
         """Count the prompt and reply at once (the ``answer`` mode)."""
         request = arrival.json_body()
         if request is None:
@@ -355,7 +265,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
         self._finish(arrival, 200, AnswerFacts(usage_prompt_tokens=tokens))
         self._send_whole(200, reply.content_type, reply.body)
 
-    def _forward(self, arrival: _Arrival) -> None:
+    def _forward(self, arrival: Arrival) -> None:
         """Pass the request to the server and its answer back, streamed as it comes."""
         meter = self.meter
         url = meter.upstream + arrival.path
@@ -369,7 +279,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
             else:
                 self._fail(arrival, 502, f"could not reach the server at {meter.upstream}: {exc}")
 
-    def _relay(self, arrival: _Arrival, answer: httpx2.Response) -> None:
+    def _relay(self, arrival: Arrival, answer: httpx2.Response) -> None:
         error = None if answer.status_code < 400 else f"the server answered {answer.status_code}"
         streamed = answer.headers.get("content-type", "").startswith("text/event-stream")
         body = b""
@@ -405,7 +315,7 @@ class _MeterHandler(BaseHTTPRequestHandler):
         self._finish(arrival, answer.status_code, facts if arrival.protocol else None, error)
         self.wfile.write(b"0\r\n\r\n")
 
-    def _fail(self, arrival: _Arrival, status: int, message: str) -> None:
+    def _fail(self, arrival: Arrival, status: int, message: str) -> None:
         """Record the failure and answer it; once an answer has begun, only cut it short."""
         self._finish(arrival, status, error=message)
         if self._response_started:
