@@ -29,6 +29,7 @@ from agent.completion import (
     is_context_overflow,
     stream_completion,
 )
+from agent.control_tokens import defanged
 from agent.defaults import COMPACT_THRESHOLD, MAX_STEPS
 from agent.event_stream import streamed
 from agent.events import (
@@ -154,7 +155,8 @@ class Agent:
     def _append(self, message: dict[str, Any]) -> Event:
         # The history is sent as UTF-8 JSON: a lone surrogate the model (or a file) produced
         # has no UTF-8 form and would fail every later request, so it is replaced here, once.
-        message = valid_unicode(message)
+        # Text shaped like a template's control token is kept from acting as one (control_tokens).
+        message = defanged(valid_unicode(message))
         self.messages.append(message)
         return self.emit(MessageAppended(message))
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from json_repair import repair_json
 
 from agent.completion import StepResult, StreamedToolCall
+from agent.control_tokens import restored
 from agent.toolcalls.text import parse_text_tool_calls
 from tools.base import ToolContext, ToolResult
 from tools.schema_validation import validate_arguments
@@ -83,6 +84,8 @@ def _checked(call: ToolCall, tools: Mapping[str, AgentTool]) -> ToolCall:
     tool = tools.get(call.name)
     if call.problem is not None or tool is None or call.arguments is None:
         return call
+    # What the model copied from a defanged tool result means the text it came from.
+    call = replace(call, arguments=restored(call.arguments))
     problem = validate_arguments(tool.name, tool.parameters, call.arguments)
     return call if problem is None else replace(call, problem=problem)
 
