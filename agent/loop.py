@@ -137,7 +137,8 @@ class Agent:
         self.tool_specs = openai_tool_specs(tools)
         system = {"role": "system", "content": system_prompt}
         # A resumed history holds only appended messages: the system prompt is rebuilt, not stored.
-        history = [m for m in history or [] if m.get("role") != "system"]
+        # (defanged: a session saved before control_tokens is read as the model would now see it).
+        history = [defanged(m) for m in history or [] if m.get("role") != "system"]
         self.messages: list[dict[str, Any]] = [system, *history]
         # The number of the current turn: user turns so far, for a resumed conversation counted
         # from the user messages in its history.
