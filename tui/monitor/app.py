@@ -115,11 +115,4 @@ class MonitorApp(App[int]):
     def _read_record(self) -> None:
         assert self.server.read_record is not None
         record = self.server.read_record()
-        panel = self.query_one(TrafficPanel)
-        if record is None:
-            panel.model.server_state, panel.model.server_pid = "stopped", None
-        else:
-            panel.model.server_state = record.state
-            panel.model.restarts = record.restarts
-            panel.model.server_pid = record.server_pid
-        panel._dirty = True
+        self.query_one(TrafficPanel).apply_record(record)

@@ -8,6 +8,7 @@ import time
 from rich.text import Text
 
 from agent.events import Metrics
+from server.registry import ServerRecord
 from server.traffic import Change, RequestProgress, RequestsFinished, RequestStarted
 from tui import formatting
 from tui.widgets.metrics_panel import MetricsPanel
@@ -33,6 +34,16 @@ class TrafficPanel(MetricsPanel):
             self._progress(change, now)
         elif isinstance(change, RequestsFinished):
             self._finished(change, now)
+
+    def apply_record(self, record: ServerRecord | None) -> None:
+        """A managed server's state, pid and restarts, from its record (None: it is gone)."""
+        if record is None:
+            self.model.server_state, self.model.server_pid = "stopped", None
+        else:
+            self.model.server_state = record.state
+            self.model.restarts = record.restarts
+            self.model.server_pid = record.server_pid
+        self._dirty = True
 
     def _progress(self, change: RequestProgress, now: float) -> None:
         if change.decoded == 0:
