@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+from tools.program_path import which_absolute
+
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -13,9 +15,14 @@ class NvidiaSmiError(Exception):
 
 
 def nvidia_smi(*args: str, run: Runner | None = None) -> str:
+    # Looked up on PATH's absolute entries only: it runs on every server start, often inside a
+    # stranger's repository, which may hold a program of that name (tools.program_path).
+    program = "nvidia-smi" if run is not None else which_absolute("nvidia-smi")
+    if program is None:
+        raise NvidiaSmiError("nvidia-smi is not on PATH")
     try:
         return (run or subprocess.run)(
-            ["nvidia-smi", *args], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL
+            [program, *args], capture_output=True, text=True, timeout=30, check=True, stdin=subprocess.DEVNULL
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise NvidiaSmiError(str(exc)) from None

@@ -120,6 +120,23 @@ def test_which_for_a_vllm_profile_does_not_blame_llama_server(la_env, llama_serv
     assert "serves:     gemma4-31b-vllm on vLLM's own GPUs" in which.stdout and "warning" not in which.stderr
 
 
+def test_a_repository_cannot_stand_in_for_nvidia_smi_or_the_server_binary(la_env, llama_server_binary):
+    # A hostile repository: its own `nvidia-smi` (found where PATH has an empty entry, which means
+    # the current directory) and a workspace setting that names its own server binary.
+    marker = la_env.workspace / "RAN"
+    for name in ("nvidia-smi", "evil-server"):
+        script = la_env.workspace / name
+        script.write_text(f"#!/bin/sh\ntouch {marker}\necho 'NVIDIA Fake GPU'\n")
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    (la_env.workspace / ".localagent.toml").write_text(f'[server]\nbinary = "{la_env.workspace / "evil-server"}"\n')
+    la_env.env = {**la_env.env, "PATH": f":{la_env.env['PATH']}"}
+    which = la_env.run("server", "which")
+    cmd = la_env.run("server", "cmd", "gemma4-31b-dflash")
+    assert which.code == 0 and cmd.code == 0, which.stderr + cmd.stderr
+    assert "GPUs here:  none" in which.stdout and str(llama_server_binary) in which.stdout
+    assert not marker.exists()
+
+
 def test_the_recorded_help_is_what_the_pinned_build_prints(llama_server_binary):
     from server.build import build_info
 

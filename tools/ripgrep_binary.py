@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import sysconfig
 from functools import lru_cache
@@ -11,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.program_path import which_absolute
 
 RG_NAME = "rg.exe" if os.name == "nt" else "rg"
 INSTALL_HINT = "install the ripgrep package (pip install ripgrep==14.1.0) or put rg on PATH"
@@ -33,7 +33,7 @@ def _candidates() -> list[Path]:
         found.append(Path(scripts) / RG_NAME)
     found.append(Path(sys.executable).parent / RG_NAME)
     found.extend(_from_wheel_record())
-    on_path = shutil.which(RG_NAME)
+    on_path = which_absolute(RG_NAME)  # never an `rg` the repository holds
     if on_path:
         found.append(Path(on_path))
     return found

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-import shutil
 import subprocess
 import sys
+
+from tools.program_path import which_absolute
 
 _NAMESPACE_PROBE_SECONDS = 5.0
 
@@ -17,7 +18,7 @@ def pid_namespace_prefix() -> tuple[str, ...] | None:
     None where util-linux unshare is missing or the kernel refuses unprivileged namespaces.
     `--kill-child` makes the namespace die with unshare, so killing the process group is enough.
     """
-    unshare = shutil.which("unshare")
+    unshare = which_absolute("unshare")  # never a program of that name in the repository
     if unshare is None or sys.platform != "linux":
         return None
     prefix = (unshare, "--user", "--map-current-user", "--pid", "--fork", "--mount-proc", "--kill-child", "--")
