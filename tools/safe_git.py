@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tools.program_path import which_absolute
 from tools.safe_env import filtered_environment
 
 # Environment that would point git elsewhere, inject config, or name a program to run.
@@ -209,6 +210,11 @@ def _git_module() -> Any:
     """GitPython, imported on first use: it runs ``git version`` when imported, which commands
     that never touch git should not pay for, and a machine without git must still import it."""
     os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    # GitPython runs plain "git" (its import runs `git version` in this process's folder, its
+    # commands inside the repository), where an empty or relative PATH entry finds the
+    # repository's own `git`: name the one on PATH's absolute entries, unless the person named one.
+    if "GIT_PYTHON_GIT_EXECUTABLE" not in os.environ and (found := which_absolute("git")):
+        os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = found
     _forget_git_variables()
     import git
 

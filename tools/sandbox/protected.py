@@ -22,6 +22,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.program_path import which_absolute
+
 PROTECTED_FILES = (
     ".git/config", ".git/config.worktree", ".git/commondir", ".gitmodules", ".localagent.toml", ".mcp.json", ".envrc",
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
@@ -191,7 +193,9 @@ def _remove_tree(path: Path) -> None:
     try:
         shutil.rmtree(path)
     except RecursionError:
-        subprocess.run(["rm", "-rf", "--", str(path)], check=False, capture_output=True, timeout=60)
+        # Never an `rm` the workspace holds (tools.program_path).
+        rm = which_absolute("rm") or "/bin/rm"
+        subprocess.run([rm, "-rf", "--", str(path)], check=False, capture_output=True, timeout=60)
 
 
 def _top_level(paths: list[str]) -> list[str]:
