@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agent.json_values import map_strings
+
 WORD_JOINER = "\u2060"
 # After "<": the pipe-marked families (<|im_end|>, <|turn>, <turn|>, <|"|>, <|eot_id|>) and
 # Gemma's named turn markers. HTML such as <div> or <s> is left as it is.
@@ -26,23 +28,16 @@ _CONTROL_SHAPE = re.compile(
 _JOINED = "<" + WORD_JOINER
 
 
+def defanged_text(text: str) -> str:
+    """``text`` with every control-token shape broken by a word joiner."""
+    return _CONTROL_SHAPE.sub(_JOINED, text) if "<" in text else text
+
+
 def defanged(value: Any) -> Any:
     """``value`` with every control-token shape in its strings broken by a word joiner."""
-    if isinstance(value, str):
-        return _CONTROL_SHAPE.sub(_JOINED, value) if "<" in value else value
-    if isinstance(value, dict):
-        return {key: defanged(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [defanged(item) for item in value]
-    return value
+    return map_strings(value, defanged_text)
 
 
 def restored(value: Any) -> Any:
     """``value`` with the word joiners ``defanged`` put in taken out again."""
-    if isinstance(value, str):
-        return value.replace(_JOINED, "<") if _JOINED in value else value
-    if isinstance(value, dict):
-        return {key: restored(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [restored(item) for item in value]
-    return value
+    return map_strings(value, lambda text: text.replace(_JOINED, "<"))

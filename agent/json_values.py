@@ -4,22 +4,29 @@ UTF-8 and as JSON, whatever a model or a tool produced."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
-def valid_unicode(value: Any) -> Any:
-    """``value`` with unpaired surrogates replaced, in strings and inside lists and dicts."""
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` with ``change`` applied to every string in it, inside lists and dicts too (the
+    keys stay as they are)."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return change(value)
     if isinstance(value, dict):
-        return {key: valid_unicode(item) for key, item in value.items()}
+        return {key: map_strings(item, change) for key, item in value.items()}
     if isinstance(value, list):
-        return [valid_unicode(item) for item in value]
+        return [map_strings(item, change) for item in value]
     return value
+
+
+def valid_text(text: str) -> str:
+    """``text`` with unpaired surrogates replaced: it has a UTF-8 form."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def jsonable(data: dict[str, Any]) -> dict[str, Any]:

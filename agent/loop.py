@@ -29,7 +29,7 @@ from agent.completion import (
     is_context_overflow,
     stream_completion,
 )
-from agent.control_tokens import defanged
+from agent.control_tokens import defanged, defanged_text
 from agent.defaults import COMPACT_THRESHOLD, MAX_STEPS
 from agent.event_stream import streamed
 from agent.events import (
@@ -48,7 +48,7 @@ from agent.events import (
     TurnStarted,
 )
 from agent.hooks import NO_VERDICT, AgentHooks
-from agent.json_values import jsonable, valid_unicode
+from agent.json_values import jsonable, map_strings, valid_text
 from agent.permissions import PermissionPolicy, sandbox_for
 from agent.prompt import place_context, with_context
 from agent.speculation_policy import SpeculationPolicy
@@ -157,7 +157,7 @@ class Agent:
         # The history is sent as UTF-8 JSON: a lone surrogate the model (or a file) produced
         # has no UTF-8 form and would fail every later request, so it is replaced here, once.
         # Text shaped like a template's control token is kept from acting as one (control_tokens).
-        message = defanged(valid_unicode(message))
+        message = map_strings(message, lambda text: defanged_text(valid_text(text)))
         self.messages.append(message)
         return self.emit(MessageAppended(message))
 
