@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -151,9 +150,8 @@ def cmd_cmd(args: argparse.Namespace) -> int:
     ctx = _load_context()
     manager = ctx.server_manager(host=args.host)
     name = ctx.profile_name(args.profile)
-    from server.binary import BINARY_ENV
     from server.engines import launched_engine
-    from server.errors import BinaryError
+    from server.errors import NothingBuiltError
     from server.pinned_binary import PINNED_BUILD, UNBUILT_BINARY, pinned_capabilities
     from server.profile_loading import get_profile
 
@@ -162,10 +160,9 @@ def cmd_cmd(args: argparse.Namespace) -> int:
     if launched_engine(get_profile(manager.profiles, name)) is None:
         try:
             binary = manager.binary().path
-        except BinaryError:
-            if manager.configured_binary is not None or os.environ.get(BINARY_ENV):
-                raise  # a binary the person named is wrong: say so, not what another would run
-            # Nothing built yet: the command for the binary `server build` will make.
+        except NothingBuiltError:
+            # Nothing built yet (a binary the person named and got wrong is another error, said
+            # as it is): the command for the binary `server build` will make.
             notes.append(
                 f"note: no llama-server is built yet; this is the command for the one `localagent server build` "
                 f"makes ({PINNED_BUILD}), from its recorded --help"

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.errors import BinaryError
+from server.errors import BinaryError, NothingBuiltError
 from server.smoke import SmokeRecords
 from tools.program_path import which_absolute
 
@@ -33,11 +33,11 @@ def find_binary(configured: Path | None, builds_dir: Path) -> FoundBinary:
     if on_path:
         return FoundBinary(Path(on_path), "PATH")
     if any(builds_dir.glob("*/llama-server")):
-        raise BinaryError(
+        raise NothingBuiltError(
             "the cached llama-server builds have not passed their smoke test on this machine (built "
             "for another CPU, or before smoke tests); run `localagent server build`"
         )
-    raise BinaryError("no llama-server found; run `localagent server build` (or set server.binary)")
+    raise NothingBuiltError("no llama-server found; run `localagent server build` (or set server.binary)")
 
 
 def newest_cached_build(builds_dir: Path) -> Path | None:

@@ -11,6 +11,10 @@ class BinaryError(ServerError):
     """No usable llama-server binary."""
 
 
+class NothingBuiltError(BinaryError):
+    """None was named (config, environment) and none built here or on PATH can be used."""
+
+
 class BuildError(ServerError):
     """Building llama-server failed."""
 
