@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,20 @@ def llama_server_binary(shared_cache: Path) -> Path:
     return found
 
 
+@pytest.fixture
+def tiny_chatml_server(llama_server_binary: Path, tiny_gguf: Path, tmp_path: Path) -> Iterator[str]:
+    """The tiny model under the tiny profiles' ChatML-with-tools template, on a port of its own:
+    for tests that read its /tokenize, /apply-template or a completion's timings."""
+    from server.profiles import CHATML_TOOLS_TEMPLATE
+    from tests.support.llama_process import running_llama_server
+
+    flags = ["--jinja", "--chat-template-file", str(CHATML_TOOLS_TEMPLATE), "-c", "8192", "-np", "1", "-t", "2"]
+    with running_llama_server(
+        llama_server_binary, tiny_gguf, [*flags, "--no-warmup", "--metrics"], tmp_path / "log"
+    ) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def tiny_gguf(shared_cache: Path) -> Path:
     from server.models import tiny_model_path
@@ -94,6 +109,12 @@ class LocalAgentEnv:
             input=input,
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def without_any_llama_server(self, empty_cache: Path) -> None:
+        """From now on, no llama-server anywhere: an empty cache, none on PATH, none named."""
+        env = {**self.env, "LOCALAGENT_CACHE_DIR": str(empty_cache), "PATH": "/usr/bin:/bin"}
+        env.pop("LOCALAGENT_LLAMA_SERVER", None)
+        self.env = env
 
     def write_config(self, text: str) -> Path:
         path = self.home / "config" / "config.toml"

@@ -178,9 +178,11 @@ def _wheel(path: Path, files: dict[str, tuple[str, int]]) -> None:
 
 
 @pytest.fixture
-def wheel_index(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+def wheel_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
     """A package index serving the pinned wheel names, small: nvcc and the headers and libraries
-    the layout step works on. Yields its URL and the paths it served."""
+    the layout step works on, on a machine taken as x86_64 (the pinned wheels' own). Yields its URL
+    and the paths it served."""
+    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
     served = tmp_path / "index"
     served.mkdir()
     content = {
@@ -239,10 +241,9 @@ def wheel_index(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None, reason="the stub needs Linux and cc")
 def test_without_a_toolkit_the_wheels_are_fetched_once_into_the_cache_and_completed(
-    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wheel_index: tuple[str, list[str]]
 ) -> None:
     url, requests = wheel_index
-    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
     cache = tmp_path / "cache"
     notices: list[str] = []
     toolkit = resolve_toolkit(cache, url, notices.append, driver=(13, 0), system=None)
@@ -269,10 +270,9 @@ def test_without_a_toolkit_the_wheels_are_fetched_once_into_the_cache_and_comple
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None, reason="the stub needs Linux and cc")
 def test_a_second_download_waits_for_the_first_and_fetches_nothing_meanwhile(
-    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wheel_index: tuple[str, list[str]]
 ) -> None:
     url, requests = wheel_index
-    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
     cache = tmp_path / "cache"
     notices: list[str] = []
     results: list[CudaToolkit] = []
@@ -293,14 +293,13 @@ def test_a_second_download_waits_for_the_first_and_fetches_nothing_meanwhile(
 
 
 def test_a_wheel_with_another_hash_is_refused_and_nothing_is_cached(
-    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wheel_index: tuple[str, list[str]]
 ) -> None:
     url, _requests = wheel_index
     index = tmp_path / "index" / "nvidia-cublas.json"
     entries = json.loads(index.read_text())
     entries["files"][1]["hashes"]["sha256"] = "f" * 64
     index.write_text(json.dumps(entries))
-    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
     with pytest.raises(BuildError, match="does not match its sha256"):
         resolve_toolkit(tmp_path / "cache", url, lambda _line: None, system=None)
     assert cached_wheel_toolkit(tmp_path / "cache") is None
@@ -468,13 +467,12 @@ def test_a_wheel_holding_a_path_outside_its_folder_is_refused(tmp_path: Path) ->
 
 
 def test_an_index_page_without_sizes_is_one_line_not_a_traceback(
-    tmp_path: Path, wheel_index: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wheel_index: tuple[str, list[str]]
 ) -> None:
     url, _requests = wheel_index
     index = tmp_path / "index" / "nvidia-cuda-nvcc.json"
     entries = json.loads(index.read_text())
     del entries["files"][1]["size"]
     index.write_text(json.dumps(entries))
-    monkeypatch.setattr(cuda_toolkit.platform, "machine", lambda: "x86_64")
     with pytest.raises(BuildError, match="without its URL, sha256 or size"):
         resolve_toolkit(tmp_path / "cache", url, lambda _line: None, system=None)

@@ -82,11 +82,7 @@ def test_which_and_cmd_name_the_cpu_only_build_on_a_machine_with_a_gpu(la_env, l
 
 
 def test_cmd_prints_the_command_before_anything_is_built(la_env, tmp_path):
-    env = dict(la_env.env)
-    env["LOCALAGENT_CACHE_DIR"] = str(tmp_path / "empty-cache")
-    env["PATH"] = "/usr/bin:/bin"
-    env.pop("LOCALAGENT_LLAMA_SERVER", None)
-    la_env.env = env
+    la_env.without_any_llama_server(tmp_path / "empty-cache")
     result = la_env.run("server", "cmd", "gemma4-31b-dflash")
     assert result.code == 0, result.stderr
     assert result.stdout.startswith("llama-server -m ")

@@ -158,11 +158,7 @@ def test_invalid_config_names_file_and_key(la_env):
 
 
 def test_missing_binary_says_to_build(la_env, tmp_path):
-    env = dict(la_env.env)
-    env["LOCALAGENT_CACHE_DIR"] = str(tmp_path / "empty-cache")
-    env["PATH"] = "/usr/bin:/bin"
-    env.pop("LOCALAGENT_LLAMA_SERVER", None)
-    la_env.env = env
+    la_env.without_any_llama_server(tmp_path / "empty-cache")
     result = la_env.run("server", "start", "tiny")
     assert result.code == 1
     assert "localagent server build" in one_line_error(result)
