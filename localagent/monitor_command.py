@@ -53,7 +53,8 @@ def _managed(ctx: AppContext, port: int | None) -> MonitoredServer:
     registry = ctx.server_manager().registry
     live = registry.live()
     if port is not None:
-        record = registry.read(port)
+        # Among the live records only: one left by a server that died names nothing to watch.
+        record = next((r for r in live if r.port == port), None)
         if record is None:
             running = ", ".join(str(r.port) for r in live) or "none"
             raise UsageError(f"no managed server on port {port} (running: {running}); see `localagent server status`")
