@@ -110,10 +110,10 @@ class AgentSettings(BaseModel):
     """Let bash commands open network connections (package installs, API calls)."""
     instructions_max_bytes: int = Field(default=32 * 1024, ge=0)
     """Most bytes read from AGENTS.md / CLAUDE.md files into the prompt."""
-    # Per-request drafting measured 0.81x against 0.98x on the edit-heavy replay sample.
-    speculation: Literal["auto", "server"] = "server"
-    """`server`: the server's speculation settings for every request; `auto`: drafting chosen per
-    request where the server honours it."""
+    speculation: Literal["auto", "server"] = "auto"
+    """`auto`: drafting chosen per request where the server honours it (the agent asks it once when
+    it starts; localagent's own builds do); `server`: the server's own speculation settings for
+    every request, as the profile pins them."""
     permissions: PermissionSettings = PermissionSettings()
     """Allow, ask and deny rules (a table)."""
 

@@ -9,9 +9,11 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from agent.draft_costs import DraftCosts
 from agent.speculation_policy import RETRY_AFTER, SpeculationChoice, SpeculationPolicy, request_kind
 from server.speculation_probe import honours_request_limits
 
@@ -91,12 +93,101 @@ def test_a_kind_turned_off_is_tried_again_and_can_recover() -> None:
     assert policy.choose(USER).n_max is None
 
 
+def test_a_server_that_drafts_when_told_not_to_gets_its_own_settings_from_then_on() -> None:
+    policy = SpeculationPolicy()
+    policy.observe(policy.choose(USER), timings(generated=40, drafted=30, accepted=20))
+    probe = policy.choose(AFTER_READ)
+    assert probe.n_max == 0
+    policy.observe(probe, timings(generated=40, drafted=30, accepted=20))  # drafted anyway
+    later = [policy.choose(messages) for messages in (USER, AFTER_READ, AFTER_BASH)]
+    assert all(c.n_max is None and c.request_fields() == {} for c in later)
+    assert later[0].reason == "the server drafted on a request sent without drafts: its own settings from now on"
+
+
+def test_a_kind_that_stays_below_break_even_is_retried_ever_more_rarely() -> None:
+    policy = SpeculationPolicy()
+    policy.observe(SpeculationChoice("after_tool", 0, ""), timings(generated=30, drafted=0, accepted=0))
+    policy.observe(SpeculationChoice("after_user", None, ""), timings(generated=30, drafted=20, accepted=1))
+    tried = []
+    for number in range(1, 100):
+        choice = policy.choose(USER)
+        if choice.n_max is None:
+            tried.append(number)
+            policy.observe(choice, timings(generated=30, drafted=20, accepted=1))  # still 5 %
+    # Off 4 requests, then tried; off 8, tried; off 16; then off 32 at most between tries.
+    assert tried == [5, 14, 31, 64, 97]
+
+
+def test_where_a_drafted_token_costs_more_than_a_step_drafting_is_off_for_every_kind() -> None:
+    """A drafter slower than the model it drafts for (a tiny target on a CPU): even every draft
+    accepted loses time, so no kind is measured or retried."""
+    policy = SpeculationPolicy()
+    policy.observe(SpeculationChoice("after_user", 0, ""), timings(generated=40, drafted=0, accepted=0, t0=1.0))
+    policy.observe(
+        SpeculationChoice("after_read", None, ""),
+        timings(generated=60, drafted=50, accepted=50, t0=1.0, per_drafted=1.3),
+    )
+    assert policy.break_even == pytest.approx(1.3)
+    choices = [policy.choose(messages) for messages in (USER, AFTER_READ, AFTER_BASH) * 10]
+    assert all(choice.n_max == 0 for choice in choices)
+    assert choices[0].reason == "drafting off: a drafted token costs more than a step saves (break-even 130%)"
+
+
 def test_answers_without_timings_or_tokens_teach_nothing() -> None:
     policy = SpeculationPolicy()
     choice = policy.choose(USER)
     policy.observe(choice, None)
     policy.observe(choice, {"predicted_n": 1, "predicted_ms": 5.0})
-    assert policy.ms_per_token is None and not policy.drafting_samples
+    assert policy.ms_per_token is None and not policy.costs.drafted and not policy.costs.plain
+
+
+def replayed(label: str) -> list[dict]:
+    """One target's answers from a real replay of the edit-heavy sample (tests/fixtures/README.md)."""
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "speculation-timings-scripted-edits.json").read_text())
+    return recorded["targets"][label]
+
+
+def kind_ms_per_token(answers: list[dict], kind: str) -> float:
+    chosen = [a for a in answers if a["kind"] == kind]
+    return sum(a["predicted_ms"] for a in chosen) / sum(a["predicted_n"] for a in chosen)
+
+
+def test_the_fit_finds_t0_and_the_cost_of_a_draft_together() -> None:
+    costs = DraftCosts()
+    # A plain step of 20 ms, 6 ms per drafted token; answers of every size, drafted or not.
+    for steps, drafted in [(5, 0), (40, 60), (12, 0), (30, 90), (50, 20), (8, 48)]:
+        costs.add(steps * 20.0 + drafted * 6.0, steps, drafted)
+    fit = costs.fit()
+    assert fit is not None
+    assert fit.ms_per_step == pytest.approx(20.0) and fit.ms_per_drafted == pytest.approx(6.0)
+    assert fit.break_even == pytest.approx(0.3)
+    assert DraftCosts().fit() is None  # nothing yet
+    only_drafted = DraftCosts()
+    only_drafted.add(500.0, 20, 40)
+    assert only_drafted.fit() is None  # t0 and c cannot be told apart without a plain answer
+
+
+def test_the_break_even_from_a_real_replay_matches_what_drafting_cost_there() -> None:
+    """On the edit-heavy sample, the same requests on the baseline give t0 per kind, and the
+    fixed-settings server's drafted time over it gives what a drafted token really cost. The
+    agent's fit, which sees only the drafting server's own timings, must land in that range."""
+    baseline, fixed = replayed("tiny-baseline"), replayed("tiny")
+    real = []
+    for kind in ("after_read", "after_tool"):
+        t0 = kind_ms_per_token(baseline, kind)
+        answers = [a for a in fixed if a["kind"] == kind]
+        steps = sum(a["predicted_n"] - a["draft_n_accepted"] for a in answers)
+        drafted = sum(a["draft_n"] for a in answers)
+        real.append((sum(a["predicted_ms"] for a in answers) - steps * t0) / drafted / t0)
+    assert 0.25 < min(real) < max(real) < 0.55  # 0.30 after a tool, 0.47 after a read
+    policy = SpeculationPolicy()
+    for answer in fixed:
+        policy.observe(SpeculationChoice(answer["kind"], None, ""), answer)
+    assert policy.break_even is not None and min(real) <= policy.break_even <= max(real)
+    # Both kinds accept more than that (51 % and 70 %): drafting stays on for both.
+    for messages in (AFTER_READ, AFTER_BASH):
+        choice = policy.choose(messages)
+        assert choice.n_max is None and "≥ break-even" in choice.reason
 
 
 # -- the probe ------------------------------------------------------------------------------------
@@ -158,7 +249,7 @@ async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours
     from tests.support.scripted_model import ScriptedModelServer, ScriptedToolCall, ScriptedTurn
 
     monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
-    la_env.write_config('[agent]\nspeculation = "auto"\n')
+    # Per-request drafting is the default where the server honours it: no setting is written.
     (la_env.workspace / "a.txt").write_text("alpha\n")
     turns = [
         ScriptedTurn(tool_calls=[ScriptedToolCall("view", {"path": "a.txt"})]),
@@ -181,13 +272,14 @@ async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours
     assert isinstance(events[-1], TurnFinished) and events[-1].final_text == "done"
 
 
-async def test_by_default_every_request_goes_with_the_servers_settings(la_env, monkeypatch) -> None:
+async def test_speculation_server_sends_every_request_with_the_servers_settings(la_env, monkeypatch) -> None:
     from agent.events import SpeculationChosen
     from localagent.agent_setup import AgentOptions, build_agent
     from localagent.context import AppContext
     from tests.support.scripted_model import ScriptedModelServer, ScriptedTurn
 
     monkeypatch.setattr("server.speculation_probe.honours_request_limits", _honours)
+    la_env.write_config('[agent]\nspeculation = "server"\n')
     with ScriptedModelServer([ScriptedTurn(text="hi")], speculative=True) as model:
         ctx = AppContext.load(la_env.workspace)
         runtime = await build_agent(ctx, AgentOptions(base_url=model.base_url, headless=True))

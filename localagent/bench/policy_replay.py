@@ -22,8 +22,6 @@ class PolicyReplay:
     base: ReplayWorkload
     policy: SpeculationPolicy = field(default_factory=SpeculationPolicy)
     choices: dict[str, SpeculationChoice] = field(default_factory=dict)
-    # Set when the server drafted on a request sent with drafting off: it ignores the settings.
-    ignored: bool = False
 
     def rows(self) -> list[Row]:
         return self.base.rows()
@@ -38,6 +36,11 @@ class PolicyReplay:
         body.update(choice.request_fields())
         return body
 
+    @property
+    def ignored(self) -> bool:
+        """The server drafted on a request sent with drafting off: it ignores the settings."""
+        return self.policy.ignored
+
     def seed(self, row: Row) -> int:
         return self.base.seed(row)
 
@@ -48,8 +51,6 @@ class PolicyReplay:
         choice = self.choices.get(row.name)
         if choice is None or not result.ok:
             return
-        if choice.n_max == 0 and result.draft_n:
-            self.ignored = True
         self.policy.observe(
             choice,
             {

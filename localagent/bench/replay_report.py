@@ -280,12 +280,21 @@ def runs_table(spreads: list[TargetRuns], runs: int) -> Table:
 
 def runs_verdicts(spreads: list[TargetRuns]) -> list[str]:
     """One line per target whose runs disagree more than its median differs from 1×."""
-    return [
-        f"{spread.target}: the runs spread ({spread.session.low:.2f}–{spread.session.high:.2f}×) wider than the "
-        f"difference from the baseline ({spread.session.median:.2f}×): this replay cannot say which is faster"
-        for spread in spreads
-        if spread.inconclusive and spread.session is not None
-    ]
+    lines = []
+    for spread in spreads:
+        if not spread.inconclusive or spread.session is None:
+            continue
+        session = spread.session
+        said = (
+            f"{spread.target}: the runs spread ({session.low:.2f}–{session.high:.2f}×) wider than the "
+            f"difference from the baseline ({session.median:.2f}×): "
+        )
+        if spread.sign_known:
+            faster = "faster" if session.low > 1.0 else "slower"
+            lines.append(said + f"every run was {faster}, but by how much this replay cannot say")
+        else:
+            lines.append(said + "this replay cannot say which is faster")
+    return lines
 
 
 def spread_json(spread: TargetRuns) -> dict:

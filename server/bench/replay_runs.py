@@ -60,6 +60,12 @@ class TargetRuns:
             and self.session.width > abs(self.session.median - 1.0)
         )
 
+    @property
+    def sign_known(self) -> bool:
+        """Every run lies on the same side of 1×: which target is faster is known even where the
+        runs spread wider than the difference, only not by how much."""
+        return self.session is not None and (self.session.low > 1.0 or self.session.high < 1.0)
+
 
 def summarize_runs(summaries: Sequence[ReplaySummary]) -> list[TargetRuns]:
     """Per target, over runs each summarised against the same first target."""
