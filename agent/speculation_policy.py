@@ -11,14 +11,15 @@ costs ``t0``, each drafted token adds ``c`` to the step that verifies it, and an
 saves a step. Drafting pays exactly when the acceptance is above ``c / t0``, the break-even. The
 fit needs answers with and without drafts; when only drafted ones came, the agent asks for one
 request without drafts. A kind whose acceptance falls below the break-even is sent with drafting
-off (``speculative.n_max = 0``) and tried again after a few requests, since acceptance changes as
-a session goes on; each retry that finds it still below waits twice as long for the next. Where
-the break-even is 100 % or more (a drafter slower than the model it drafts for), drafting is off
-for every kind.
+off (``speculative.n_max = 0``) and tried again after a few requests of that kind, since
+acceptance changes as a session goes on; each retry that finds it still below waits twice as long
+for the next. Where the break-even is 100 % or more (a drafter slower than the model it drafts
+for), drafting is off for every kind, tried again the same way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,6 +36,11 @@ RETRY_AFTER = 4
 MOST_RETRY_AFTER = 32
 # Drafted tokens a kind needs before its acceptance is trusted.
 MIN_DRAFTED = 8
+# Answers that drafted before the break-even is acted on.
+MIN_FIT_ANSWERS = 3
+# Answers sent without drafts that drafted anyway, before the server is taken to ignore the
+# settings: one could be a counter the server had not yet reset.
+IGNORED_AFTER = 2
 IGNORED_REASON = "the server drafted on a request sent without drafts: its own settings from now on"
 
 
@@ -49,15 +55,42 @@ class SpeculationChoice:
 
 
 @dataclass
-class _KindStats:
-    drafted: int = 0
-    acceptance: float | None = None
-    off_since: int = 0  # requests sent with drafting off since it was last tried
+class _Backoff:
+    """Requests sent with drafting off since it was last tried, and how many until the next try."""
+
+    off_since: int = 0
     retry_after: int = RETRY_AFTER
 
+    def on(self) -> None:
+        self.off_since, self.retry_after = 0, RETRY_AFTER
 
-def _average(old: float | None, new: float) -> float:
-    return new if old is None else (1 - _ALPHA) * old + _ALPHA * new
+    def retry_now(self) -> bool:
+        """Counts one more request sent without drafts; True when this one should draft instead."""
+        self.off_since += 1
+        if self.off_since <= self.retry_after:
+            return False
+        self.off_since, self.retry_after = 0, min(2 * self.retry_after, MOST_RETRY_AFTER)
+        return True
+
+
+@dataclass
+class _KindStats:
+    drafted: int = 0
+    # Accepted and drafted tokens, each older answer weighing (1 - _ALPHA) less than the next:
+    # their ratio is per drafted token, the unit of the break-even, so a long answer counts for
+    # more than a short one, and a newer one more than an older.
+    recent_accepted: float = 0.0
+    recent_drafted: float = 0.0
+    backoff: _Backoff = field(default_factory=_Backoff)
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.recent_accepted / self.recent_drafted if self.recent_drafted > 0 else None
+
+    def add(self, accepted: int, drafted: int) -> None:
+        self.drafted += drafted
+        self.recent_accepted = (1 - _ALPHA) * self.recent_accepted + accepted
+        self.recent_drafted = (1 - _ALPHA) * self.recent_drafted + drafted
 
 
 def request_kind(messages: Sequence[Mapping[str, Any]]) -> RequestKind:
@@ -81,10 +114,17 @@ class SpeculationPolicy:
     kinds: dict[str, _KindStats] = field(default_factory=dict)
     requests: int = 0
     costs: DraftCosts = field(default_factory=DraftCosts)
-    # Set when an answer sent with drafting off drafted anyway: the server ignores the settings
-    # (the probe said otherwise: another binary now answers at that address), so the agent stops
-    # sending them rather than learn from answers that did not follow its choices.
-    ignored: bool = False
+    # Answers sent with drafting off that drafted anyway. At IGNORED_AFTER of them the server is
+    # taken to ignore the settings (the probe said otherwise: another binary now answers at that
+    # address), and the agent stops sending them rather than learn from answers that did not
+    # follow its choices.
+    drafted_when_off: int = 0
+    # Drafting off for every kind (a draft costs more than a step), tried again now and then.
+    all_off: _Backoff = field(default_factory=_Backoff)
+
+    @property
+    def ignored(self) -> bool:
+        return self.drafted_when_off >= IGNORED_AFTER
 
     @property
     def ms_per_token(self) -> float | None:
@@ -106,27 +146,31 @@ class SpeculationPolicy:
         if self.costs.drafted and not self.costs.plain:
             # Every answer so far drafted: one without drafts tells t0 from the cost of drafts.
             return SpeculationChoice(kind, 0, "drafting off once to measure decoding without drafts")
-        even = self.break_even
+        # The first fits, from one plain and one drafted answer, solve two equations exactly and
+        # say little: the break-even is not acted on before a few drafted answers.
+        even = self.break_even if len(self.costs.drafted) >= MIN_FIT_ANSWERS else None
         if even is not None and even >= 1.0:
             # A drafted token costs more than the step it could save: no acceptance pays, so no
-            # kind needs measuring. The fit follows t0 as plain answers come, and may bring it back.
+            # kind needs measuring. Tried again now and then, since the costs change as the
+            # context grows.
+            if self.all_off.retry_now():
+                return SpeculationChoice(kind, None, "drafting on again to re-measure what a draft costs")
             return SpeculationChoice(
                 kind, 0, f"drafting off: a drafted token costs more than a step saves (break-even {even:.0%})"
             )
-        if even is None or stats.acceptance is None or stats.drafted < MIN_DRAFTED:
+        self.all_off.on()
+        acceptance = stats.acceptance
+        if even is None or acceptance is None or stats.drafted < MIN_DRAFTED:
             return SpeculationChoice(kind, None, f"{_label(kind)}: drafting on, measuring acceptance")
-        if stats.acceptance >= even:
-            stats.off_since, stats.retry_after = 0, RETRY_AFTER
+        if acceptance >= even:
+            stats.backoff.on()
             return SpeculationChoice(
-                kind, None, f"{_label(kind)}: drafting on, acceptance {stats.acceptance:.0%} ≥ break-even {even:.0%}"
+                kind, None, f"{_label(kind)}: drafting on, acceptance {acceptance:.0%} ≥ break-even {even:.0%}"
             )
-        stats.off_since += 1
-        if stats.off_since > stats.retry_after:
-            stats.off_since = 0
-            stats.retry_after = min(2 * stats.retry_after, MOST_RETRY_AFTER)
+        if stats.backoff.retry_now():
             return SpeculationChoice(kind, None, f"{_label(kind)}: drafting on again to re-measure acceptance")
         return SpeculationChoice(
-            kind, 0, f"{_label(kind)}: drafting off, acceptance {stats.acceptance:.0%} < break-even {even:.0%}"
+            kind, 0, f"{_label(kind)}: drafting off, acceptance {acceptance:.0%} < break-even {even:.0%}"
         )
 
     def observe(self, choice: SpeculationChoice, timings: Mapping[str, Any] | None) -> None:
@@ -137,18 +181,14 @@ class SpeculationPolicy:
         ms = float(timings.get("predicted_ms") or 0.0)
         drafted = int(timings.get("draft_n") or 0)
         accepted = int(timings.get("draft_n_accepted") or 0)
-        if generated < 2 or ms <= 0:
+        if generated < 2 or not math.isfinite(ms) or ms <= 0 or drafted < 0 or not 0 <= accepted <= drafted:
             return
         if choice.n_max == 0 and drafted > 0:
-            self.ignored = True
+            self.drafted_when_off += 1
             return
-        steps = max(1, generated - accepted)
-        self.costs.add(ms, steps, drafted)
-        if drafted == 0:
-            return
-        stats = self.kinds.setdefault(choice.kind, _KindStats())
-        stats.drafted += drafted
-        stats.acceptance = _average(stats.acceptance, accepted / drafted)
+        self.costs.add(ms, max(1, generated - accepted), drafted)
+        if drafted > 0:
+            self.kinds.setdefault(choice.kind, _KindStats()).add(accepted, drafted)
 
 
 def _label(kind: RequestKind) -> str:

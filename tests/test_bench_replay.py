@@ -559,11 +559,11 @@ def test_a_wide_spread_on_one_side_of_one_says_which_is_faster_but_not_by_how_mu
     lines = runs_verdicts([faster, both_sides, slower])
     assert lines == [
         "tiny: the runs spread (1.05–1.16×) wider than the difference from the baseline (1.08×): "
-        "every run was faster, but by how much this replay cannot say",
+        "all 3 runs were faster, but by how much this replay cannot say",
         "other: the runs spread (0.83–1.61×) wider than the difference from the baseline (1.10×): "
         "this replay cannot say which is faster",
         "slow: the runs spread (0.80–0.97×) wider than the difference from the baseline (0.95×): "
-        "every run was slower, but by how much this replay cannot say",
+        "all 3 runs were slower, but by how much this replay cannot say",
     ]
 
 

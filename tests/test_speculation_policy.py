@@ -82,7 +82,7 @@ def test_a_kind_below_break_even_goes_without_drafts_and_one_above_keeps_them() 
 def test_a_kind_turned_off_is_tried_again_and_can_recover() -> None:
     policy = SpeculationPolicy()
     policy.observe(SpeculationChoice("after_tool", 0, ""), timings(generated=30, drafted=0, accepted=0))
-    for _ in range(2):
+    for _ in range(3):
         policy.observe(SpeculationChoice("after_user", None, ""), timings(generated=30, drafted=20, accepted=1))
     choices = [policy.choose(USER) for _ in range(RETRY_AFTER + 1)]
     assert [c.n_max for c in choices] == [0] * RETRY_AFTER + [None]
@@ -96,9 +96,11 @@ def test_a_kind_turned_off_is_tried_again_and_can_recover() -> None:
 def test_a_server_that_drafts_when_told_not_to_gets_its_own_settings_from_then_on() -> None:
     policy = SpeculationPolicy()
     policy.observe(policy.choose(USER), timings(generated=40, drafted=30, accepted=20))
-    probe = policy.choose(AFTER_READ)
-    assert probe.n_max == 0
-    policy.observe(probe, timings(generated=40, drafted=30, accepted=20))  # drafted anyway
+    for _ in range(2):
+        probe = policy.choose(AFTER_READ)
+        assert probe.n_max == 0 and not policy.ignored  # one such answer could be a stale counter
+        policy.observe(probe, timings(generated=40, drafted=30, accepted=20))  # drafted anyway
+    assert policy.ignored
     later = [policy.choose(messages) for messages in (USER, AFTER_READ, AFTER_BASH)]
     assert all(c.n_max is None and c.request_fields() == {} for c in later)
     assert later[0].reason == "the server drafted on a request sent without drafts: its own settings from now on"
@@ -107,7 +109,8 @@ def test_a_server_that_drafts_when_told_not_to_gets_its_own_settings_from_then_o
 def test_a_kind_that_stays_below_break_even_is_retried_ever_more_rarely() -> None:
     policy = SpeculationPolicy()
     policy.observe(SpeculationChoice("after_tool", 0, ""), timings(generated=30, drafted=0, accepted=0))
-    policy.observe(SpeculationChoice("after_user", None, ""), timings(generated=30, drafted=20, accepted=1))
+    for _ in range(3):
+        policy.observe(SpeculationChoice("after_user", None, ""), timings(generated=30, drafted=20, accepted=1))
     tried = []
     for number in range(1, 100):
         choice = policy.choose(USER)
@@ -123,14 +126,21 @@ def test_where_a_drafted_token_costs_more_than_a_step_drafting_is_off_for_every_
     accepted loses time, so no kind is measured or retried."""
     policy = SpeculationPolicy()
     policy.observe(SpeculationChoice("after_user", 0, ""), timings(generated=40, drafted=0, accepted=0, t0=1.0))
-    policy.observe(
-        SpeculationChoice("after_read", None, ""),
-        timings(generated=60, drafted=50, accepted=50, t0=1.0, per_drafted=1.3),
-    )
+    drafted_answer = timings(generated=60, drafted=50, accepted=50, t0=1.0, per_drafted=1.3)
+    policy.observe(SpeculationChoice("after_read", None, ""), drafted_answer)
     assert policy.break_even == pytest.approx(1.3)
-    choices = [policy.choose(messages) for messages in (USER, AFTER_READ, AFTER_BASH) * 10]
-    assert all(choice.n_max == 0 for choice in choices)
+    # One drafted answer fits the costs exactly and says little: not acted on yet.
+    assert policy.choose(AFTER_READ).n_max is None
+    for _ in range(2):
+        policy.observe(SpeculationChoice("after_read", None, ""), drafted_answer)
+    choices = [policy.choose(messages) for messages in (USER, AFTER_READ, AFTER_BASH, USER)]
+    assert [choice.n_max for choice in choices] == [0, 0, 0, 0]
     assert choices[0].reason == "drafting off: a drafted token costs more than a step saves (break-even 130%)"
+    # Tried again after 4 requests, then after 8: the costs change as the context grows.
+    retry = policy.choose(AFTER_BASH)
+    assert retry.n_max is None and retry.reason == "drafting on again to re-measure what a draft costs"
+    policy.observe(retry, drafted_answer)
+    assert [policy.choose(USER).n_max for _ in range(9)] == [0] * 8 + [None]
 
 
 def test_answers_without_timings_or_tokens_teach_nothing() -> None:
@@ -138,6 +148,9 @@ def test_answers_without_timings_or_tokens_teach_nothing() -> None:
     choice = policy.choose(USER)
     policy.observe(choice, None)
     policy.observe(choice, {"predicted_n": 1, "predicted_ms": 5.0})
+    policy.observe(choice, {"predicted_n": 30, "predicted_ms": float("nan")})
+    policy.observe(choice, {"predicted_n": 30, "predicted_ms": float("inf"), "draft_n": 10})
+    policy.observe(choice, {"predicted_n": 30, "predicted_ms": 300.0, "draft_n": 10, "draft_n_accepted": 11})
     assert policy.ms_per_token is None and not policy.costs.drafted and not policy.costs.plain
 
 
@@ -165,6 +178,28 @@ def test_the_fit_finds_t0_and_the_cost_of_a_draft_together() -> None:
     only_drafted = DraftCosts()
     only_drafted.add(500.0, 20, 40)
     assert only_drafted.fit() is None  # t0 and c cannot be told apart without a plain answer
+
+
+def test_acceptance_is_per_drafted_token_so_a_long_answer_outweighs_short_ones() -> None:
+    policy = SpeculationPolicy()
+    # Three short answers, every draft accepted, then one long one with 20 % accepted.
+    for _ in range(3):
+        policy.observe(SpeculationChoice("after_read", None, ""), timings(generated=6, drafted=4, accepted=4))
+    policy.observe(SpeculationChoice("after_read", None, ""), timings(generated=120, drafted=200, accepted=40))
+    acceptance = policy.kinds["after_read"].acceptance
+    # Per answer the mean would be 80 %; per drafted token it is near the long answer's 20 %.
+    assert acceptance is not None and 0.2 < acceptance < 0.3
+
+
+def test_a_negative_fitted_cost_refits_t0_alone() -> None:
+    costs = DraftCosts()
+    # Drafted answers that came out faster per step than the plain one: noise, as on a busy machine.
+    costs.add(400.0, 20, 0)
+    costs.add(300.0, 20, 40)
+    costs.add(310.0, 20, 30)
+    fit = costs.fit()
+    assert fit is not None and fit.ms_per_drafted == 0.0
+    assert fit.ms_per_step == pytest.approx((400 + 300 + 310) / 60)
 
 
 def test_the_break_even_from_a_real_replay_matches_what_drafting_cost_there() -> None:
@@ -195,21 +230,32 @@ def test_the_break_even_from_a_real_replay_matches_what_drafting_cost_there() ->
 
 @pytest.fixture
 def stand_in() -> Iterator[dict]:
-    """A /completion endpoint that honours speculative.n_max or, like b11434, ignores it."""
-    state = {"honours": True, "status": 200, "bodies": []}
+    """/props and /slots as llama-server answers them (shapes taken from the real b11434 with and
+    without the patch): the patch adds speculative.n_max to the generation settings."""
+    state = {"honours": True, "drafts": True, "status": 200, "slots_status": 200, "paths": []}
 
     class Server(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state["bodies"].append(body)
-            settings = {"n_predict": body["n_predict"], "speculative.types": "ngram_mod"}
-            if state["honours"]:
-                settings["speculative.n_max"] = body.get("speculative.n_max", -1)
-            answer = json.dumps({"content": "2", "generation_settings": settings}).encode()
-            self.send_response(state["status"])
-            self.send_header("Content-Length", str(len(answer)))
+        def do_GET(self) -> None:
+            state["paths"].append(self.path)
+            if self.path == "/props":
+                params = {"speculative.types": "none"}
+                if state["honours"]:
+                    params |= {"speculative.n_max": -1, "speculative.p_min": -1.0}
+                status, answer = state["status"], {"default_generation_settings": {"params": params, "n_ctx": 512}}
+            elif self.path == "/slots":
+                status, answer = state["slots_status"], [{"id": 0, "speculative": state["drafts"]}]
+            else:
+                status, answer = 404, {"error": "not found"}
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(answer)
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # a probe must not take a slot
+            state["paths"].append(f"POST {self.path}")
+            self.send_response(500)
+            self.end_headers()
 
         def log_message(self, *_args: object) -> None:
             pass
@@ -225,12 +271,18 @@ def stand_in() -> Iterator[dict]:
 
 
 def test_the_probe_tells_a_patched_server_from_an_unpatched_one(stand_in: dict) -> None:
-    assert asyncio.run(honours_request_limits(stand_in["url"])) is True
-    assert stand_in["bodies"][0]["speculative.n_max"] == 0 and stand_in["bodies"][0]["n_predict"] == 1
-    stand_in["honours"] = False
-    assert asyncio.run(honours_request_limits(stand_in["url"])) is False
-    stand_in["status"] = 404  # an engine without /completion
-    assert asyncio.run(honours_request_limits(stand_in["url"])) is False
+    probe = lambda: asyncio.run(honours_request_limits(stand_in["url"]))  # noqa: E731
+    assert probe() is True
+    assert stand_in["paths"] == ["/props", "/slots"]  # reads only: no slot taken, no cache evicted
+    stand_in["slots_status"] = 501  # slots hidden (--no-slots): it may draft
+    assert probe() is True
+    stand_in["slots_status"], stand_in["drafts"] = 200, False  # patched, but nothing drafts
+    assert probe() is False
+    stand_in["drafts"], stand_in["honours"] = True, False  # b11434 as released
+    assert probe() is False
+    stand_in["status"] = 404  # an engine without /props (vLLM, an OpenAI-style API)
+    assert probe() is False
+    assert not any(path.startswith("POST") for path in stand_in["paths"])
     assert asyncio.run(honours_request_limits("http://127.0.0.1:9")) is False  # nothing listening
 
 
@@ -269,6 +321,9 @@ async def test_the_agent_sends_its_choices_and_says_why_where_the_server_honours
     # Drafts were seen on the first answer and no plain decoding yet: the second goes without.
     assert "speculative.n_max" not in bodies[0] and bodies[1]["speculative.n_max"] == 0
     assert chosen[1].reason == "drafting off once to measure decoding without drafts"
+    # That answer drafted nothing, as asked: the third request is measured, not given up on.
+    assert chosen[2].reason == "after a read: drafting on, measuring acceptance"
+    assert "speculative.n_max" not in bodies[2]
     assert isinstance(events[-1], TurnFinished) and events[-1].final_text == "done"
 
 

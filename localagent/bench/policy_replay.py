@@ -22,6 +22,8 @@ class PolicyReplay:
     base: ReplayWorkload
     policy: SpeculationPolicy = field(default_factory=SpeculationPolicy)
     choices: dict[str, SpeculationChoice] = field(default_factory=dict)
+    # Whether any pass found the server ignoring the settings (each pass starts a new policy).
+    ignored_in_a_pass: bool = False
 
     def rows(self) -> list[Row]:
         return self.base.rows()
@@ -29,6 +31,7 @@ class PolicyReplay:
     def body(self, endpoint: Endpoint, row: Row, stop: Sequence[str] | None) -> dict[str, Any]:
         if row.name == self.base.session.requests[0].name:
             # A new pass over the session: the agent starts it knowing nothing.
+            self.ignored_in_a_pass = self.ignored
             self.policy, self.choices = SpeculationPolicy(), {}
         body = self.base.body(endpoint, row, stop)
         choice = self.policy.choose(body["messages"])
@@ -38,8 +41,8 @@ class PolicyReplay:
 
     @property
     def ignored(self) -> bool:
-        """The server drafted on a request sent with drafting off: it ignores the settings."""
-        return self.policy.ignored
+        """The server drafted on requests sent with drafting off: it ignores the settings."""
+        return self.ignored_in_a_pass or self.policy.ignored
 
     def seed(self, row: Row) -> int:
         return self.base.seed(row)

@@ -289,9 +289,9 @@ def runs_verdicts(spreads: list[TargetRuns]) -> list[str]:
             f"{spread.target}: the runs spread ({session.low:.2f}–{session.high:.2f}×) wider than the "
             f"difference from the baseline ({session.median:.2f}×): "
         )
-        if spread.sign_known:
+        if spread.all_one_side:
             faster = "faster" if session.low > 1.0 else "slower"
-            lines.append(said + f"every run was {faster}, but by how much this replay cannot say")
+            lines.append(said + f"all {len(session.values)} runs were {faster}, but by how much this replay cannot say")
         else:
             lines.append(said + "this replay cannot say which is faster")
     return lines
@@ -307,6 +307,7 @@ def spread_json(spread: TargetRuns) -> dict:
         "token_speedup": one(spread.token),
         "model_seconds": one(spread.model_seconds),
         "inconclusive": spread.inconclusive,
+        "all_runs_one_side": spread.all_one_side,
     }
 
 

@@ -53,7 +53,8 @@ class TargetRuns:
 
     @property
     def inconclusive(self) -> bool:
-        """The runs disagree more than the median differs from 1: the sign of the effect is not known."""
+        """The runs disagree more than the median differs from 1: the size of the effect is not known,
+        and unless every run lies on one side of 1 (``all_one_side``), neither is its sign."""
         return (
             self.session is not None
             and len(self.session.values) > 1
@@ -61,9 +62,9 @@ class TargetRuns:
         )
 
     @property
-    def sign_known(self) -> bool:
-        """Every run lies on the same side of 1×: which target is faster is known even where the
-        runs spread wider than the difference, only not by how much."""
+    def all_one_side(self) -> bool:
+        """Every run lies on the same side of 1×. With few runs that can be chance (3 runs of two
+        equal targets do it one time in four), so the report counts the runs rather than call it."""
         return self.session is not None and (self.session.low > 1.0 or self.session.high < 1.0)
 
 

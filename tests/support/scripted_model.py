@@ -120,6 +120,8 @@ class _Abort(Exception):
 class _Accounting:
     cache_n: int
     prompt_n: int
+    # A request sent with speculative.n_max 0 drafts nothing, as on localagent's patched server.
+    drafts: bool = True
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -346,7 +348,7 @@ class ScriptedModelServer:
         }
         # llama.cpp omits the draft fields until something was drafted
         # (absent is not the same as zero), and always without speculation.
-        draft_n = predicted_n if self.speculative else 0
+        draft_n = predicted_n if self.speculative and acc.drafts else 0
         if draft_n > 0:
             out["draft_n"] = draft_n
             out["draft_n_accepted"] = round(draft_n * self.draft_acceptance)
@@ -547,6 +549,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with owner._lock:
             acc = owner._account_prompt(owner.serialize_prompt(body))
+            acc.drafts = body.get("speculative.n_max") != 0
             owner._processing += 1
         try:
             if body.get("stream"):
