@@ -71,7 +71,7 @@ step build localagent server build --cuda
 step which localagent server which --smoke
 step check localagent server check tiny-dflash-gpu --max-tokens 128
 step bench localagent bench --profiles tiny-baseline-gpu tiny-gpu --runs 3 --max-tokens 256 --out "$out/bench"
-step replay localagent bench --profiles tiny-baseline-gpu tiny-gpu --replay "$root/examples/bench/sessions/scripted-build.jsonl" --out "$out/replay"
+step replay localagent bench --profiles tiny-baseline-gpu tiny-gpu --replay "$root/examples/bench/sessions/scripted-edits.jsonl" --per-request --runs 3 --out "$out/replay"
 step plan localagent server plan gemma4-31b-dflash
 
 echo "== results" | tee -a "$summary"
