@@ -214,6 +214,8 @@ class ServerInfo:
         settings = props.get("default_generation_settings") or {}
         speculative = None
         processing = 0
+        # Whatever answers at the address may send a list of anything: only objects are slots.
+        slots = [slot for slot in slots or () if isinstance(slot, Mapping)]
         if slots:
             speculative = any(bool(slot.get("speculative")) for slot in slots)
             processing = sum(1 for slot in slots if slot.get("is_processing"))
@@ -224,7 +226,7 @@ class ServerInfo:
             total_slots=props.get("total_slots"),
             speculative=speculative,
             slots_processing=processing,
-            slots=tuple(SlotView.from_json(slot) for slot in slots or () if isinstance(slot, Mapping)),
+            slots=tuple(SlotView.from_json(slot) for slot in slots),
         )
 
 

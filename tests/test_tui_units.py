@@ -262,3 +262,13 @@ def test_metrics_model_shows_real_prompt_progress_until_the_first_token():
         1.0,
     )
     assert model.prompt_progress is None and model.waiting_since is None
+
+
+def test_a_slots_list_holding_anything_but_objects_is_read_without_a_crash() -> None:
+    """/slots from whatever answers at the address: the telemetry poller and the speculation probe
+    both read it through ServerInfo, and a list with junk in it used to raise AttributeError."""
+    from server.telemetry import ServerInfo
+
+    info = ServerInfo.from_json({}, [{"id": 0, "speculative": True, "is_processing": True}, "junk", 7, None])
+    assert info.speculative is True and info.slots_processing == 1 and len(info.slots) == 1
+    assert ServerInfo.from_json({}, ["junk"]).speculative is None
