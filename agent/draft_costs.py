@@ -54,11 +54,6 @@ class DraftCosts:
         if math.isfinite(ms) and ms > 0 and steps > 0 and drafted >= 0:
             (self.drafted if drafted > 0 else self.plain).append((ms, steps, drafted))
 
-    def plain_ms_per_step(self) -> float | None:
-        """t0 from the plain answers alone, token-weighted, while nothing has drafted."""
-        steps = sum(s for _, s, _ in self.plain)
-        return sum(ms for ms, _, _ in self.plain) / steps if steps else None
-
     def fit(self) -> CostFit | None:
         """t0 and c from the latest answers; None until both plain and drafted answers came."""
         if not (self.plain and self.drafted):

@@ -127,12 +127,6 @@ class SpeculationPolicy:
         return self.drafted_when_off >= IGNORED_AFTER
 
     @property
-    def ms_per_token(self) -> float | None:
-        """t0: one step without drafts, fitted with the cost of drafts when there were some."""
-        fit = self.costs.fit()
-        return fit.ms_per_step if fit is not None else self.costs.plain_ms_per_step()
-
-    @property
     def break_even(self) -> float | None:
         fit = self.costs.fit()
         return fit.break_even if fit is not None else None

@@ -18,31 +18,28 @@ from typing import Any
 import httpx2
 
 from server.http import auth_headers
+from server.props import fetch_props
+from server.telemetry import ServerInfo
 
 
 async def honours_request_limits(root_url: str, api_key: str | None = None, timeout: float = 10.0) -> bool:
     """True where the server takes a request's ``speculative.n_max`` and has a drafter to limit."""
     root = root_url.rstrip("/")
-    try:
-        async with httpx2.AsyncClient(timeout=timeout, headers=auth_headers(api_key)) as client:
-            props = await client.get(f"{root}/props")
-            if props.status_code != 200 or not _takes_request_limits(props.json()):
-                return False
-            slots = await client.get(f"{root}/slots")
-    except (httpx2.HTTPError, ValueError):
-        return False
-    if slots.status_code != 200:
-        return True  # slots hidden (--no-slots): whether it drafts is not known, so assume it may
-    try:
-        listed = slots.json()
-    except ValueError:
-        return True
-    if not isinstance(listed, list):
-        return True
-    return any(isinstance(slot, Mapping) and slot.get("speculative") for slot in listed)
+    async with httpx2.AsyncClient(timeout=timeout) as client:
+        props = await fetch_props(root, client, api_key, timeout)
+        if props is None or not _takes_request_limits(props):
+            return False
+        try:
+            answer = await client.get(f"{root}/slots", headers=auth_headers(api_key))
+            slots = answer.json() if answer.status_code == 200 else None
+        except (httpx2.HTTPError, ValueError):
+            slots = None
+    # Slots hidden (--no-slots) or unreadable: whether it drafts is not known, so assume it may.
+    drafts = ServerInfo.from_json(props, slots if isinstance(slots, list) else None).speculative
+    return drafts is not False
 
 
-def _takes_request_limits(props: Any) -> bool:
-    settings = props.get("default_generation_settings") if isinstance(props, Mapping) else None
+def _takes_request_limits(props: Mapping[str, Any]) -> bool:
+    settings = props.get("default_generation_settings")
     params = settings.get("params") if isinstance(settings, Mapping) else None
     return isinstance(params, Mapping) and "speculative.n_max" in params

@@ -59,7 +59,8 @@ def test_break_even_is_the_cost_of_a_drafted_token_in_tokens_worth_of_time() -> 
     probe = policy.choose(AFTER_READ)
     assert probe.n_max == 0 and "measure decoding without drafts" in probe.reason
     policy.observe(probe, timings(generated=20, drafted=0, accepted=0))
-    assert policy.ms_per_token == pytest.approx(10.0)
+    fit = policy.costs.fit()
+    assert fit is not None and fit.ms_per_step == pytest.approx(10.0)
     # 3 ms per drafted token against 10 ms per token: drafting pays above 30 % acceptance.
     assert policy.break_even == pytest.approx(0.3)
 
@@ -151,7 +152,7 @@ def test_answers_without_timings_or_tokens_teach_nothing() -> None:
     policy.observe(choice, {"predicted_n": 30, "predicted_ms": float("nan")})
     policy.observe(choice, {"predicted_n": 30, "predicted_ms": float("inf"), "draft_n": 10})
     policy.observe(choice, {"predicted_n": 30, "predicted_ms": 300.0, "draft_n": 10, "draft_n_accepted": 11})
-    assert policy.ms_per_token is None and not policy.costs.drafted and not policy.costs.plain
+    assert policy.costs.fit() is None and not policy.costs.drafted and not policy.costs.plain
 
 
 def replayed(label: str) -> list[dict]:
@@ -246,7 +247,7 @@ def stand_in() -> Iterator[dict]:
                 status, answer = state["slots_status"], [{"id": 0, "speculative": state["drafts"]}]
             else:
                 status, answer = 404, {"error": "not found"}
-            data = json.dumps(answer).encode()
+            data = state.get("raw", {}).get(self.path) or json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -284,6 +285,21 @@ def test_the_probe_tells_a_patched_server_from_an_unpatched_one(stand_in: dict) 
     assert probe() is False
     assert not any(path.startswith("POST") for path in stand_in["paths"])
     assert asyncio.run(honours_request_limits("http://127.0.0.1:9")) is False  # nothing listening
+
+
+def test_a_server_answering_nonsense_gets_no_per_request_choices_and_no_traceback(stand_in: dict) -> None:
+    """Whatever answers at the address (a proxy, another program on the port) may send anything."""
+    probe = lambda: asyncio.run(honours_request_limits(stand_in["url"]))  # noqa: E731
+    for props in (b"not json", b"[1, 2]", b'{"default_generation_settings": "x"}',
+                  b'{"default_generation_settings": {"params": ["speculative.n_max"]}}', b"null"):  # fmt: skip
+        stand_in["raw"] = {"/props": props}
+        assert probe() is False, props
+    # Patched /props, but /slots in a shape no llama-server sends: whether it drafts is unknown.
+    for slots in (b"not json", b'{"slots": []}', b'"x"'):
+        stand_in["raw"] = {"/slots": slots}
+        assert probe() is True, slots
+    stand_in["raw"] = {"/slots": b'[{"id": 0, "speculative": false}, "junk", 7]'}
+    assert probe() is False
 
 
 # -- through the agent ------------------------------------------------------------------------------
